@@ -1,0 +1,138 @@
+"""The shipped task set data/tasks.jsonl: shape, tiers, no hidden-test leaks, and graded references.
+
+    .venv/bin/python -m pytest tests/test_data.py -q
+
+The grading test runs every reference solution (data/solutions.jsonl) on all of
+its task's tests, every starter on the hidden tests, and a few deliberately
+sloppy solutions, in one `sandbox.grade_many` call.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import tasks
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TIERS = ("trivial", "easy", "medium", "hard")
+TASKS = tasks.load_jsonl(DATA / "tasks.jsonl")
+BY_ID = {t.id: t for t in TASKS}
+SOLUTIONS = {row["id"]: row["code"] for row in map(json.loads, (DATA / "solutions.jsonl").read_text().splitlines())}
+
+# Plausible wrong answers: each passes its task's public tests and must fail a hidden one.
+SLOPPY = {
+    "didpo/max_of_list": "def max_of_list(nums):\n    best = 0\n    for x in nums:\n        best = max(best, x)\n"
+                         "    return best\n",
+    "didpo/count_vowels": "def count_vowels(s):\n    return sum(c in 'aeiou' for c in s)\n",
+    "didpo/last_element": "def last_element(items):\n    return items[-1]\n",
+    "didpo/fibonacci": "def fibonacci(n):\n    return n if n < 2 else fibonacci(n - 1) + fibonacci(n - 2)\n",
+    "didpo/capitalize_words": "def capitalize_words(s):\n    return s.title()\n",
+    "didpo/remove_duplicates": "def remove_duplicates(items):\n    return sorted(set(items))\n",
+    "didpo/second_largest": "def second_largest(nums):\n    return sorted(nums)[-2]\n",
+    "didpo/max_subarray_sum": "def max_subarray_sum(nums):\n    best = cur = 0\n    for x in nums:\n"
+                              "        cur = max(0, cur + x)\n        best = max(best, cur)\n    return best\n",
+    "didpo/coin_change": "def coin_change(coins, amount):\n    n = 0\n    for c in sorted(coins, reverse=True):\n"
+                         "        n += amount // c\n        amount %= c\n    return n if amount == 0 else -1\n",
+    "didpo/evaluate": "def evaluate(expr):\n    return int(eval(expr))\n",
+    "didpo/max_min": "input()\nnums = input().split()\nprint(max(nums), min(nums))\n",  # compares strings
+}
+
+
+def _leak_probes(task: tasks.Task, test: tasks.Test) -> list[str]:
+    """Strings that must not occur in the prompt for this hidden test to stay hidden."""
+    if test.kind == "assert":
+        lines = [ln.strip() for ln in test.input.splitlines() if ln.strip()]
+        asserts = [ln for ln in lines if ln.startswith("assert ")]
+        if len(asserts) < len(lines):
+            # a stateful script (LRUCache): a bare `c.get(1)` means nothing outside its setup
+            return asserts + [test.input.strip()]
+        # the whole assert, and the expression under test (left of the comparison)
+        return asserts + [re.split(r" == | is ", ln[len("assert "):])[0] for ln in asserts]
+    if test.kind == "call":
+        return [f"{task.fn_name}({', '.join(test.input.splitlines())})"]
+    # stdin shorter than 4 chars ("0", "1 2") is ordinary prose in any statement
+    return [test.input.strip()] if len(test.input.strip()) >= 4 else []
+
+
+def test_shape_ids_and_tiers():
+    assert len(TASKS) >= 40
+    ids = [t.id for t in TASKS]
+    assert len(set(ids)) == len(ids), [i for i, n in Counter(ids).items() if n > 1]
+    assert set(SOLUTIONS) == set(ids), "data/solutions.jsonl must hold exactly one reference per task"
+    for t in TASKS:
+        assert 2 <= len(t.public_tests) <= 3, t.id
+        assert len(t.hidden_tests) >= 5, t.id
+        assert t.meta["difficulty"] in TIERS and t.meta["source"] == "didpo", t.id
+        assert t.entry == "solution.py" and set(t.files) == {"solution.py"}, t.id
+        ast.parse(t.files["solution.py"])  # the starter is valid Python
+        ast.parse(SOLUTIONS[t.id])
+        kinds = {x.kind for x in t.public_tests + t.hidden_tests}
+        assert len(kinds) == 1, f"{t.id} mixes test kinds {kinds}"
+        if kinds != {"stdio"}:
+            assert t.fn_name and t.fn_name in t.prompt and t.fn_name in t.files["solution.py"], t.id
+        for x in t.public_tests + t.hidden_tests:
+            if x.kind == "call":
+                [json.loads(line) for line in x.input.splitlines()]
+                json.loads(x.output)
+    tiers = Counter(t.meta["difficulty"] for t in TASKS)
+    assert tiers["trivial"] >= 12 and all(tiers[k] >= 3 for k in TIERS), tiers
+    kinds = Counter(t.public_tests[0].kind for t in TASKS)
+    assert all(kinds[k] >= 3 for k in tasks.TEST_KINDS), kinds
+    assert tasks.load(str(DATA / "tasks.jsonl"))[0].id == TASKS[0].id
+
+
+def test_hidden_tests_never_in_prompt_and_distinct_from_public():
+    for t in TASKS:
+        public = {x.input for x in t.public_tests}
+        for x in t.hidden_tests:
+            assert x.input not in public, f"{t.id}: hidden test duplicates a public one: {x.input!r}"
+            for probe in _leak_probes(t, x):
+                assert probe not in t.prompt, f"{t.id}: prompt shows hidden test input {probe!r}"
+                assert probe not in t.files["solution.py"], f"{t.id}: starter shows hidden test input {probe!r}"
+
+
+def test_jsonl_files_match_build_script():
+    spec = importlib.util.spec_from_file_location("data_build", DATA / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    task_rows, sol_rows = build.rows()
+    msg = "data/*.jsonl are stale; regenerate with `python data/build.py`"
+    assert (DATA / "tasks.jsonl").read_text().splitlines() == task_rows, msg
+    assert (DATA / "solutions.jsonl").read_text().splitlines() == sol_rows, msg
+
+
+def test_references_pass_and_starters_and_sloppy_fail():
+    sandbox = pytest.importorskip("sandbox", reason="sandbox.py is not written yet")
+    jobs, labels = [], []
+    for t in TASKS:
+        # stop_on_first_failure=False so a broken reference reports every failing test
+        jobs.append(sandbox.GradeJob(SOLUTIONS[t.id], t.public_tests + t.hidden_tests, t.fn_name,
+                                     stop_on_first_failure=False))
+        labels.append(("reference", t))
+        jobs.append(sandbox.GradeJob(t.files["solution.py"], t.hidden_tests, t.fn_name))
+        labels.append(("starter", t))
+    for tid, code in SLOPPY.items():
+        t = BY_ID[tid]
+        jobs.append(sandbox.GradeJob(code, t.public_tests, t.fn_name, stop_on_first_failure=False))
+        labels.append(("sloppy-public", t))
+        jobs.append(sandbox.GradeJob(code, t.hidden_tests, t.fn_name))
+        labels.append(("sloppy-hidden", t))
+
+    results = sandbox.grade_many(jobs)
+
+    problems = []
+    for (role, t), job, verdicts in zip(labels, jobs, results, strict=True):
+        passed = len(verdicts) == len(job.tests) and all(v.passed for v in verdicts)
+        if role in ("reference", "sloppy-public") and not passed:
+            bad = [(i, v.status, v.detail[:200]) for i, v in enumerate(verdicts) if not v.passed]
+            problems.append(f"{role} {t.id} failed: {bad or 'stopped early'}")
+        if role in ("starter", "sloppy-hidden") and passed:
+            problems.append(f"{role} {t.id} passed every hidden test")
+    assert not problems, "\n".join(problems)
