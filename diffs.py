@@ -1,0 +1,652 @@
+"""Whole diffs, sub-diffs, similarity, groupability and anchors (DESIGN.md §3, steps 3–5).
+
+    python diffs.py GROUP.jsonl          # list the anchors DiDPO finds in a saved group
+
+1. Whole diff D_{i,t} = diff(S_{i,t-1}, S_{i,t}) of every file of the workspace,
+   from the file versions, never from the response text; a turn whose edit
+   failed (`Turn.applied` false) has no diff. `turn_diff` gives it as a
+   unified diff parsed with `unidiff`. The line alignment is an exact LCS
+   (rapidfuzz, in C++) rather than difflib's matcher, and hunks are grouped
+   with `context` lines exactly as `difflib.unified_diff` groups them:
+   difflib's pure-Python matcher (0.4 ms per 130-line file) and unidiff's
+   parser (0.2 ms per diff) would each spend most of the 0.5 s budget of a
+   paper-size batch, so `candidates` reads the same hunks directly
+   (`turn_hunks`; tests check them against unidiff's parse and difflib's text).
+2. Sub-diff candidates, nested: hunk -> blocks (runs of changed lines cut at
+   top-level statement boundaries of the new file, found with `ast`; the
+   statements of a class body count as top level, so the methods of
+   `class Solution` are blocks) -> single lines of at least `min_line_chars`
+   normalized characters. Each has a kind (add | del | replace), path,
+   normalized text (comments and blank lines dropped, whitespace folded,
+   relative indentation kept), size L (normalized lines), its (trajectory,
+   turn), and the char ranges of the response that wrote it, read from
+   `Turn.origin` (never found again by searching the response). Deleted lines
+   have no origin in the records, so a pure deletion carries no tokens and is
+   not a candidate; a replacement's deleted half rides with its added lines.
+3. Similarity = `rapidfuzz.fuzz.ratio` / 100 on normalized texts, i.e.
+   1 - Indel distance / (|a| + |b|) (the Ratcliff-Obershelp-like measure of
+   difflib, computed exactly and fast). Why this one: it is symmetric, counts
+   a one-token bug as a tiny difference (so η = 0.8 really means "near
+   duplicate"), and it is bounded by 2·min(|a|,|b|)/(|a|+|b|), which gives the
+   length band used for blocking.
+4. Groupability of a cluster of n members of mean size L̄:
+       GS = φ(L̄)·ψ(n),   saturating (default): φ = 1 - e^{-L/s0}, ψ = 1 - e^{-(n-1)/g0}
+                          log:    φ = log(1 + L/s0),  ψ = log(1 + (n-1)/g0)
+                          linear: φ = L/s0,           ψ = (n-1)/g0
+   A singleton (n = 1) scores 0 under every form.
+5. Anchors within one task group:
+   a. exact buckets on (kind, path, normalized text); a bucket holds at most
+      one member per (trajectory, turn) (a text written twice in one turn is
+      one member with both ranges);
+   b. buckets smaller than `min_group` (stragglers) attach to the most similar
+      representative (the text of a bucket of >= min_group members) of the
+      same kind and path with similarity >= η; comparisons are only ever
+      against representatives, so merging never chains, and two buckets that
+      can each form a group are never fused (DESIGN §3 pitfall a: a correct
+      sub-diff and its one-token buggy twin stay apart). The same holds one
+      level down: a straggler does not attach to a representative from which
+      it differs by swapping a group-forming part (block of a hunk, line of a
+      block) for another group-forming part, e.g. a rare combination of
+      regions never joins a common combination that has the twin region.
+      Nor does a straggler attach where joining would put the representative
+      in every trajectory of the group: that would erase its contrast (a
+      lone buggy twin joining the correct majority at G = 8);
+   c. blocking: a straggler is compared only with representatives of its kind
+      and path inside the length band that η allows (at most `max_compare`
+      nearest in length), so the cost is near-linear in the candidates;
+   d. rank = (has contrast, GS): an anchor written by every trajectory of the
+      group carries no contrast and ranks below every anchor that has some;
+      a hunk whose statement blocks form groups themselves is not a
+      candidate anchor: the blocks carry its contrast at a finer grain (a
+      hunk is a unit of the diff format, two changes within 2·context lines,
+      not of the code), so hunks anchor only near-duplicates whose blocks
+      are all stragglers;
+   e. greedy facility location: each pick adds the most rank-weighted
+      coverage of changed lines not yet covered by a higher rank, at most K;
+   f. non-overlap: every changed line of a turn keeps only its best-ranked
+      covering anchor; an anchor member keeps the char ranges of its lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import heapq
+import math
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import unidiff
+from rapidfuzz import fuzz, process
+from rapidfuzz.distance import Indel
+
+Range = tuple[int, int]
+LEVELS = ("hunk", "block", "line")  # coarse -> fine
+GS_FORMS = ("saturating", "log", "linear")
+
+
+# --- whole diffs --------------------------------------------------------------
+
+
+def lines_of(text: str) -> list[str]:
+    """The line convention of env.Turn.origin: text.split("\\n") without the piece after a final newline."""
+    out = text.split("\n")
+    return out[:-1] if out[-1] == "" else out
+
+
+def _lines(text: str, memo: dict | None) -> list[str]:
+    # S_t is the "after" of turn t and the "before" of turn t+1: split it once, and the line
+    # strings keep their cached hashes for the alignment.
+    if memo is None:
+        return lines_of(text)
+    out = memo.get(text)
+    if out is None:
+        out = memo[text] = lines_of(text)
+    return out
+
+
+def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Line opcodes (tag, i1, i2, j1, j2) as difflib writes them, from an exact LCS of the lines.
+
+    rapidfuzz's Indel alignment runs in C++ (about 14 µs for a 130-line file against 430 µs for
+    difflib's pure-Python matcher, which alone would spend the whole advantage budget of a
+    paper-size batch). An LCS keeps the most lines unchanged, so code that the model re-emitted
+    is never mistaken for new code. Adjacent deletes and inserts are fused into `replace`.
+    """
+    out: list[list] = []
+    for op in Indel.opcodes(a, b):
+        if op.tag != "equal" and out and out[-1][0] != "equal":
+            prev = out[-1]
+            prev[2], prev[4] = op.src_end, op.dest_end
+            prev[0] = "replace" if prev[2] > prev[1] and prev[4] > prev[3] else prev[0]
+        else:
+            out.append([op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end])
+    return [tuple(o) for o in out]
+
+
+@dataclass(slots=True)
+class Hunk:
+    path: str
+    src: tuple[int, int]                   # [start, stop) source lines (0-based) the hunk spans, context included
+    dst: tuple[int, int]                   # [start, stop) target lines
+    lines: list[tuple[str, int, int]]      # (" " | "-" | "+", source line or -1, target line or -1), 0-based
+
+
+def hunks(path: str, before: str, after: str, context: int = 3, memo: dict | None = None) -> list[Hunk]:
+    """The hunks of a unified diff of one file with `context` lines, grouped as difflib's unified_diff does."""
+    a, b = _lines(before, memo), _lines(after, memo)
+    changes = [op for op in align(a, b) if op[0] != "equal"]
+    groups: list[list[tuple]] = []
+    for op in changes:  # two changes share a hunk when at most 2·context equal lines separate them
+        if groups and op[1] - groups[-1][-1][2] <= 2 * context:
+            groups[-1].append(op)
+        else:
+            groups.append([op])
+    out = []
+    for k, g in enumerate(groups):
+        prev_end = groups[k - 1][-1][2] if k else 0
+        next_start = groups[k + 1][0][1] if k + 1 < len(groups) else len(a)
+        _, i1, _, j1, _ = g[0]
+        c0 = min(context, i1 - prev_end)
+        c1 = min(context, next_start - g[-1][2])
+        lines = [(" ", i1 - c0 + x, j1 - c0 + x) for x in range(c0)]
+        for n, (_, i1, i2, j1, j2) in enumerate(g):
+            lines += [("-", i, -1) for i in range(i1, i2)] + [("+", -1, j) for j in range(j1, j2)]
+            stop = g[n + 1][1] if n + 1 < len(g) else i2 + c1
+            lines += [(" ", i, j2 + i - i2) for i in range(i2, stop)]
+        out.append(Hunk(path, (g[0][1] - c0, g[-1][2] + c1), (g[0][3] - c0, g[-1][4] + c1), lines))
+    return out
+
+
+def _range(start: int, stop: int) -> str:  # the @@ range format of difflib / GNU diff
+    length = stop - start
+    return f"{start + 1}" if length == 1 else f"{start + (length > 0)},{length}"
+
+
+def unified(path: str, before: str, after: str, context: int = 3) -> str:
+    """The unified diff text of one file (--- a/path, +++ b/path, @@ hunks), "" if unchanged."""
+    a, b = lines_of(before), lines_of(after)
+    out = []
+    for h in hunks(path, before, after, context):
+        out.append(f"@@ -{_range(*h.src)} +{_range(*h.dst)} @@\n")
+        out += [f"{t}{a[i] if t != '+' else b[j]}\n" for t, i, j in h.lines]
+    return f"--- a/{path}\n+++ b/{path}\n" + "".join(out) if out else ""
+
+
+def file_diff(path: str, before: str, after: str, context: int = 3) -> unidiff.PatchedFile | None:
+    """The unified diff of one file, parsed with unidiff; None if the file did not change."""
+    text = unified(path, before, after, context)
+    return unidiff.PatchSet(text)[0] if text else None
+
+
+def _changed(turn) -> list[tuple[str, str, str]]:
+    if not turn.applied:
+        return []  # an edit that failed has an empty diff
+    paths = sorted(set(turn.files_before) | set(turn.files_after))
+    return [(p, turn.files_before.get(p, ""), turn.files_after.get(p, "")) for p in paths
+            if turn.files_before.get(p, "") != turn.files_after.get(p, "")]
+
+
+def turn_diff(turn, context: int = 3) -> list[unidiff.PatchedFile]:
+    """D_{i,t} for people and tools: every changed file of the turn as a unidiff PatchedFile; [] if the edit failed."""
+    return [file_diff(p, a, b, context) for p, a, b in _changed(turn)]
+
+
+def turn_hunks(turn, context: int = 3, memo: dict | None = None) -> list[Hunk]:
+    """The same hunks as turn_diff, without the text round trip (what candidates() reads)."""
+    return [h for p, a, b in _changed(turn) for h in hunks(p, a, b, context, memo)]
+
+
+# --- normalization and statements ----------------------------------------------
+
+
+def _strip_comment(line: str) -> str:
+    quote, i = None, 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c == "#":
+            return line[:i]
+        i += 1
+    return line
+
+
+def normalize_line(line: str) -> str:
+    """A line without its comment, whitespace folded to single spaces; "" for blank and comment-only lines."""
+    if "#" in line:
+        line = _strip_comment(line)
+    return " ".join(line.split())
+
+
+def _norm(line: str, memo: dict) -> tuple[int, str]:
+    """(indentation width, normalized text) of a line, memoized: the same lines recur across a group."""
+    hit = memo.get(line)
+    if hit is None:
+        n = normalize_line(line)
+        hit = memo[line] = (len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) if n else 0, n)
+    return hit
+
+
+def normalize(lines: list[str], memo: dict | None = None) -> tuple[str, int]:
+    """(normalized text, size in lines) of a run of code lines; indentation kept relative to the shallowest line."""
+    memo = {} if memo is None else memo
+    kept = [h for s in lines if (h := _norm(s, memo))[1]]
+    if not kept:
+        return "", 0
+    base = min(d for d, _ in kept)
+    return "\n".join(" " * (d - base) + n for d, n in kept), len(kept)
+
+
+def _starts(line: str) -> bool:
+    """Can this line begin a top-level statement or a class member? (a cheap necessary condition)"""
+    if line[:1] not in ("", " ", "\t", "#"):
+        return True
+    s = line.lstrip()
+    return s.startswith(("def ", "async def ", "class ", "@"))
+
+
+def statement_ids(text: str) -> list[int]:
+    """Per line (0-based), the id of the top-level statement holding it (class bodies count as top level); -1 between.
+
+    Where the file does not parse, every unindented code line starts a new statement.
+    """
+    lines = lines_of(text)
+    ids = [-1] * (len(lines) + 1)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        k = -1
+        for i, s in enumerate(lines):
+            if s.strip() and not s[0].isspace() and not s.startswith("#") and s[0] not in ")]}":
+                k += 1
+            if s.strip():
+                ids[i] = max(k, 0)
+        return ids[: len(lines)]
+
+    def start(node) -> int:
+        return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+    k = 0
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.body:
+            first = start(node.body[0])
+            for i in range(start(node) - 1, first - 1):  # the class header and its docstring-free prelude
+                ids[i] = k
+            k += 1
+            parts = node.body
+        else:
+            parts = [node]
+        for sub in parts:
+            for i in range(start(sub) - 1, sub.end_lineno):
+                ids[i] = k
+            k += 1
+    return ids[: len(lines)]
+
+
+# --- sub-diff candidates -------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SubDiff:
+    kind: str                 # add | del | replace
+    path: str
+    level: str                # hunk | block | line
+    text: str                 # normalized
+    size: int                 # L, in normalized lines
+    traj: int                 # index of the trajectory in its group
+    turn: int                 # index of the turn in the trajectory
+    units: list[tuple]        # the changed lines it covers: (path, "+" or "-", line_no)
+    ranges: list[Range | None]  # char range in the response of each unit (None for deleted lines)
+    parts: set[tuple] = field(default_factory=set)  # keys (kind, path, text) of its finer candidates
+
+
+def _kind(has_del: bool, has_add: bool) -> str:
+    return "replace" if has_del and has_add else ("add" if has_add else "del")
+
+
+def _blocks(added: list[int], stmt: list[int]) -> list[list[int]]:
+    """Cut a run of added line numbers where the statement changes; blank/comment lines go with the next statement."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    pending: list[int] = []
+    cur_id = None
+    for no in added:
+        sid = stmt[no] if no < len(stmt) else -1
+        if sid == -1:
+            pending.append(no)
+            continue
+        if cur_id is not None and sid != cur_id:
+            out.append(cur)
+            cur = []
+        cur.extend(pending)
+        pending = []
+        cur.append(no)
+        cur_id = sid
+    cur.extend(pending)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int = 3,
+               _cache: dict | None = None) -> list[SubDiff]:
+    """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text)."""
+    cache = {"stmt": {}, "norm": {}, "lines": {}} if _cache is None else _cache
+    stmts, memo, split = cache["stmt"], cache["norm"], cache["lines"]
+    found: dict[tuple, SubDiff] = {}
+
+    def add(kind, path, level, text, size, units, ranges, parts=()) -> tuple | None:
+        if not text or not any(r is not None for r in ranges):
+            return None  # nothing that the response wrote: no tokens could carry its credit
+        key = (kind, path, text)
+        old = found.get(key)
+        if old is None:
+            found[key] = SubDiff(kind, path, level, text, size, traj, t, list(units), list(ranges), set(parts))
+            return key
+        if LEVELS.index(level) > LEVELS.index(old.level):
+            old.level = level  # the same text at a finer level: it is a block (or line), not a hunk
+        old.parts.update(parts)
+        seen = set(old.units)
+        for u, r in zip(units, ranges):
+            if u not in seen:  # the same text at a second place in the turn: one member, both places
+                old.units.append(u)
+                old.ranges.append(r)
+        return key
+
+    cur_path, stmt = None, None
+    for hunk in turn_hunks(turn, context, split):
+        path = hunk.path
+        if path != cur_path:
+            cur_path, stmt = path, None
+            after = turn.files_after.get(path, "")
+            new_lines = _lines(after, split)
+            origin = turn.origin.get(path) or []
+        runs: list[tuple[list[int], list[int]]] = []  # (deleted source lines, added target lines)
+        prev = " "
+        for kind_, i, j in hunk.lines:
+            if kind_ == " ":
+                prev = " "
+                continue
+            if prev == " " or (prev == "+" and kind_ == "-"):
+                runs.append(([], []))
+            prev = kind_
+            if kind_ == "-":
+                runs[-1][0].append(i)
+            else:
+                runs[-1][1].append(j)
+        before_lines = None
+        h_units, h_ranges, h_del, h_add, h_parts = [], [], [], [], []
+        for dels, adds in runs:
+            if dels:
+                before_lines = before_lines or _lines(turn.files_before.get(path, ""), split)
+                h_del += [before_lines[n] for n in dels]
+                h_units += [(path, "-", n) for n in dels]
+                h_ranges += [None] * len(dels)
+            h_add += [new_lines[n] for n in adds]
+            h_units += [(path, "+", n) for n in adds]
+            h_ranges += [origin[n] if n < len(origin) else None for n in adds]
+            if not adds:
+                continue
+            kind = _kind(bool(dels), True)
+            # A statement boundary inside the run needs a later line that can start a statement
+            # (unindented code, or def / class / decorator in a class body); else skip the parse.
+            can_cut = any(_starts(new_lines[n]) for n in adds[1:])
+            if can_cut and stmt is None:
+                if after not in stmts:
+                    stmts[after] = statement_ids(after)
+                stmt = stmts[after]
+            for blk in _blocks(adds, stmt) if can_cut else [adds]:
+                rs = [origin[n] if n < len(origin) else None for n in blk]
+                b_parts = []
+                for n, r in zip(blk, rs):
+                    norm = _norm(new_lines[n], memo)[1]
+                    if len(norm) >= min_line_chars:
+                        b_parts.append(add(kind, path, "line", norm, 1, [(path, "+", n)], [r]))
+                b_text, b_size = normalize([new_lines[n] for n in blk], memo)
+                h_parts.append(add(kind, path, "block", b_text, b_size, [(path, "+", n) for n in blk], rs,
+                                   [k for k in b_parts if k]))
+        if not h_add:
+            continue
+        d_text, _ = normalize(h_del, memo)
+        a_text, a_size = normalize(h_add, memo)
+        # A pure addition keeps its plain text, so a one-block hunk is the same candidate as its block.
+        text = "-" + d_text.replace("\n", "\n-") + "\n+" + a_text.replace("\n", "\n+") if d_text else a_text
+        add(_kind(bool(h_del), True), path, "hunk", text, a_size, h_units, h_ranges, [k for k in h_parts if k])
+    return list(found.values())
+
+
+# --- similarity and groupability -------------------------------------------------
+
+
+def similarity(a: str, b: str) -> float:
+    """Normalized Indel similarity in [0, 1]: 1 - (insertions + deletions) / (|a| + |b|)."""
+    return fuzz.ratio(a, b) / 100.0
+
+
+def groupability(size: float, n: int, s0: float = 8.0, g0: float = 8.0, form: str = "saturating") -> float:
+    """GS = φ(L̄)·ψ(n); zero for a singleton."""
+    if form == "saturating":
+        return (1.0 - math.exp(-size / s0)) * (1.0 - math.exp(-(n - 1) / g0))
+    if form == "log":
+        return math.log1p(size / s0) * math.log1p((n - 1) / g0)
+    if form == "linear":
+        return (size / s0) * ((n - 1) / g0)
+    raise ValueError(f"groupability form {form!r}; use one of {', '.join(GS_FORMS)}")
+
+
+# --- anchors ----------------------------------------------------------------------
+
+
+@dataclass
+class Anchor:
+    id: int
+    kind: str
+    path: str
+    level: str
+    text: str                          # the representative's normalized text
+    members: list[SubDiff]             # at most one per (traj, turn)
+    gs: float = 0.0
+    contrast: bool = True              # some trajectory of the group has no member
+    rank: float = 0.0                  # GS, lifted above every no-contrast anchor when contrast is True
+    kept: dict[tuple[int, int], list[Range]] = field(default_factory=dict)  # (traj, turn) -> ranges after the cut
+
+    @property
+    def n(self) -> int:
+        return len(self.members)
+
+    @property
+    def mean_size(self) -> float:
+        return sum(m.size for m in self.members) / len(self.members)
+
+    @property
+    def trajs(self) -> set[int]:
+        return {m.traj for m in self.members}
+
+
+@dataclass
+class AnchorResult:
+    anchors: list[Anchor]              # selected, in rank order (best first); members trimmed by the cut
+    n_candidates: int = 0
+    n_clusters: int = 0                # clusters after merging, singletons included
+    n_merged: int = 0                  # stragglers attached to a representative
+    singleton_rate: float = 0.0        # candidates left in no group of >= min_group members
+    group_sizes: list[int] = field(default_factory=list)  # members of each selected anchor
+
+    def stats(self) -> dict:
+        sizes = self.group_sizes
+        by_level = {lv: 0.0 for lv in LEVELS}
+        for a in self.anchors:
+            by_level[a.level] += 1 / len(self.anchors)
+        return {"anchors": len(self.anchors), "candidates": self.n_candidates, "clusters": self.n_clusters,
+                "merged": self.n_merged, "singleton_rate": self.singleton_rate,
+                "group_size_mean": sum(sizes) / len(sizes) if sizes else 0.0,
+                "group_size_median": statistics.median(sizes) if sizes else 0.0,
+                **{f"anchors_{lv}": f for lv, f in by_level.items()}}
+
+
+def cluster(cands: list[SubDiff], n_trajs: int, eta: float = 0.8, min_group: int = 2,
+            max_compare: int = 64) -> tuple[list[Anchor], int]:
+    """Steps a–c: exact buckets, then stragglers attached to representatives; returns (clusters, members merged)."""
+    # a. exact buckets
+    buckets: dict[tuple, list[SubDiff]] = defaultdict(list)
+    for c in cands:
+        buckets[(c.kind, c.path, c.text)].append(c)
+    clusters = [Anchor(0, k[0], k[1], ms[0].level, k[2], ms) for k, ms in buckets.items()]
+    for a in clusters:  # the finest level any member has: a text that is a block somewhere is a block
+        a.level = LEVELS[max(LEVELS.index(m.level) for m in a.members)]
+
+    # b + c. stragglers attach to the nearest representative inside the length band
+    reps: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # (kind, path) -> sorted [(len, cluster index)]
+    for j, a in enumerate(clusters):
+        if a.n >= min_group:
+            reps[(a.kind, a.path)].append((len(a.text), j))
+    for v in reps.values():
+        v.sort()
+    merged = 0
+    if reps:
+        lo_f, hi_f = eta / (2 - eta), (2 - eta) / eta  # ratio <= 2·min/(min+max) >= eta  <=>  length in band
+        members_of = [{(m.traj, m.turn) for m in a.members} for a in clusters]
+        trajs_of = [{m.traj for m in a.members} for a in clusters]
+        parts = [set().union(*(m.parts for m in a.members)) for a in clusters]
+
+        def forming(keys) -> bool:
+            return any(len(buckets[x]) >= min_group for x in keys)
+
+        for j, a in enumerate(clusters):
+            band = reps.get((a.kind, a.path))
+            if a.n >= min_group or not band:
+                continue
+            L = len(a.text)
+            i0 = bisect.bisect_left(band, (math.floor(L * lo_f), -1))
+            i1 = bisect.bisect_right(band, (math.ceil(L * hi_f), sys.maxsize))
+            if i0 >= i1:
+                continue
+            if i1 - i0 > max_compare:  # keep the representatives nearest in length
+                mid = bisect.bisect_left(band, (L, -1), i0, i1)
+                i0 = max(i0, mid - max_compare // 2)
+                i1 = min(i1, i0 + max_compare)
+            choices = {k: clusters[k].text for _, k in band[i0:i1]}
+            mine = parts[j]
+            for _, _, k in process.extract(a.text, choices, scorer=fuzz.ratio, score_cutoff=eta * 100, limit=4):
+                theirs = parts[k]
+                if forming(mine - theirs) and forming(theirs - mine):
+                    continue  # they differ by swapping one group-forming part for another: keep them apart
+                if len(trajs_of[k] | {m.traj for m in a.members}) == n_trajs:
+                    continue  # joining would put the anchor in every trajectory and erase its contrast
+                if not any((m.traj, m.turn) in members_of[k] for m in a.members):
+                    clusters[k].members.extend(a.members)
+                    members_of[k].update((m.traj, m.turn) for m in a.members)
+                    trajs_of[k].update(m.traj for m in a.members)
+                    merged += a.n
+                    a.members = []
+                    break
+    return [a for a in clusters if a.members], merged
+
+
+def find_anchors(group, eta: float = 0.8, s0: float = 8.0, g0: float = 8.0, K: int = 64, min_group: int = 2,
+                 min_line_chars: int = 10, form: str = "saturating", context: int = 3,
+                 max_compare: int = 64) -> AnchorResult:
+    """Anchors of one task group (a list of env.Trajectory), selected and cut to be non-overlapping per turn."""
+    cache: dict[str, dict] = {"stmt": {}, "norm": {}, "lines": {}}  # per file text / line: statements, norm, split
+    cands = [c for i, tr in enumerate(group) for t, turn in enumerate(tr.turns)
+             for c in candidates(turn, i, t, min_line_chars, context, cache)]
+    res = AnchorResult([], n_candidates=len(cands))
+    if not cands:
+        return res
+    clusters, res.n_merged = cluster(cands, len(group), eta, min_group, max_compare)
+    res.n_clusters = len(clusters)
+    res.singleton_rate = sum(a.n for a in clusters if a.n < min_group) / len(cands)
+
+    # d. groupability and rank
+    G = len(group)
+    home = {(m.kind, m.path, m.text): a for a in clusters for m in a.members}  # candidate key -> its cluster
+    pool = []
+    for a in clusters:
+        if a.n < min_group:
+            continue
+        a.gs = groupability(a.mean_size, a.n, s0, g0, form)
+        a.contrast = len(a.trajs) < G
+        if a.level == "hunk" and any((b := home.get(k)) is not None and b is not a and b.n >= min_group
+                                     for m in a.members for k in m.parts):
+            # A hunk is a unit of the diff format (changes within 2·context lines of each other), not
+            # of the code. Where its statement blocks form groups themselves, they are the units: a
+            # block shared by the same trajectories carries the same contrast, one shared more widely
+            # varies on its own, and the larger hunk would spread one value over both (DESIGN §3
+            # pitfall a: no finer than GRPO). So the hunk stays out of the pool.
+            continue
+        if a.gs > 0:
+            pool.append(a)
+    lift = 1.0 + max((a.gs for a in pool), default=0.0)
+    for a in pool:
+        a.rank = a.gs + (lift if a.contrast else 0.0)
+
+    # e. greedy facility location over changed lines (lazy greedy: gains only shrink)
+    best: dict[tuple, float] = defaultdict(float)
+
+    def units(a: Anchor):
+        return [(m.traj, m.turn, u) for m in a.members for u in m.units]
+
+    def gain(a: Anchor) -> float:
+        return sum(max(0.0, a.rank - best[u]) for u in units(a))
+
+    heap = [(-gain(a), -LEVELS.index(a.level), j, a) for j, a in enumerate(pool)]  # ties: the finer level
+    heapq.heapify(heap)
+    chosen: list[Anchor] = []
+    while heap and len(chosen) < K:
+        _, lv, j, a = heapq.heappop(heap)
+        g = gain(a)
+        if heap and g < -heap[0][0] - 1e-12:
+            heapq.heappush(heap, (-g, lv, j, a))
+            continue
+        if g <= 0:
+            break
+        chosen.append(a)
+        for u in units(a):
+            best[u] = max(best[u], a.rank)
+
+    # f. non-overlap: each changed line keeps its best-ranked anchor (finer level breaks ties)
+    chosen.sort(key=lambda a: (-a.rank, -LEVELS.index(a.level), a.text))
+    owned: set[tuple] = set()
+    for a in chosen:
+        for m in a.members:
+            rs = []
+            for u, r in zip(m.units, m.ranges):
+                key = (m.traj, m.turn, u)
+                if key not in owned:
+                    owned.add(key)
+                    if r is not None:
+                        rs.append(r)
+            if rs:
+                a.kept[(m.traj, m.turn)] = sorted(rs)
+    res.anchors = [a for a in chosen if a.kept]
+    for i, a in enumerate(res.anchors):
+        a.id = i
+    res.group_sizes = [a.n for a in res.anchors]
+    return res
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 1:
+        raise SystemExit("usage: python diffs.py GROUP.jsonl   (one env.Trajectory JSON per line)")
+    from env import Trajectory  # lazy: env imports the sandbox
+
+    with open(argv[0]) as f:
+        group = [Trajectory.from_json(line) for line in f if line.strip()]
+    res = find_anchors(group)
+    print(res.stats())
+    for a in res.anchors:
+        first = a.text.splitlines()[0] if a.text else ""
+        print(f"#{a.id:<3} {a.level:5} {a.kind:7} {a.path} n={a.n:<3} L={a.mean_size:5.1f} GS={a.gs:.3f} "
+              f"contrast={a.contrast!s:5} trajs={sorted(a.trajs)}  {first[:60]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,306 @@
+"""didpo.py: every estimator by hand on small groups, masking, degenerate groups, and the policy loss."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import credit
+import didpo
+import env
+import sandbox
+import tasks
+
+STUBS = "def f(a, b):\n    pass\n\n\ndef g(x):\n    pass\n"
+F_OK = "def f(a, b):\n    s = a+b\n    return s\n"
+F_BAD = "def f(a, b):\n    s = a-b\n    return s\n"
+G_OK = "def g(x):\n    y = x*3\n    return y\n"
+G_BAD = "def g(x):\n    y = x*4\n    return y\n"
+# normalized lines are shorter than min_line_chars (10): the only sub-diffs are hunks and function blocks
+
+
+def whole(f: str, g: str, thought: str = "Here it is.") -> str:
+    return f"{thought}\n```python\n{f}\n\n{g}```\n"
+
+
+def sr(search: str, replace: str) -> str:
+    return f"Edit.\nsolution.py\n```python\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n"
+
+
+def sr_f(f: str) -> str:
+    return sr("def f(a, b):\n    pass\n", f)
+
+
+def sr_g(g: str) -> str:
+    return sr("def g(x):\n    pass\n", g)
+
+
+def build(tok, responses: list[str], rewards: list[float], R: float, files=None) -> env.Trajectory:
+    """A trajectory as the rollout loop lays it out (prompt, sampled ids + eot, observation ids), by hand rewards."""
+    ok = [tasks.Test("assert", "assert True")]
+    task = tasks.Task(id="t", prompt="p", files=files or {"solution.py": STUBS}, public_tests=ok, hidden_tests=ok)
+    ep = env.Episode(task, env.EnvConfig(max_turns=len(responses)))
+    ids = env.prompt_ids(tok, ep.messages)
+    mask = [0] * len(ids)
+    eot = env.eot_id(tok)
+    for k, (resp, r) in enumerate(zip(responses, rewards)):
+        rid = tok.encode(resp, add_special_tokens=False)
+        text, offsets = credit.token_offsets(tok, rid)
+        job = ep.act(text)
+        ep.observe(None if job is None else [sandbox.Verdict(True, "pass", "")] * len(job.tests))
+        turn = ep.turns[-1]
+        a = len(ids)
+        ids += rid + [eot]
+        mask += [1] * (len(rid) + 1)
+        turn.span, turn.offsets, turn.reward = (a, len(ids)), offsets + [(len(text), len(text))], r
+        if k + 1 < len(responses):
+            obs = env.observation_ids(tok, turn.observation, ended_with_eot=True)
+            ids += obs
+            mask += [0] * len(obs)
+    return env.Trajectory(task_id="t", token_ids=ids, loss_mask=mask, turns=ep.turns, reward=R)
+
+
+def region(turn: env.Turn, code: str) -> tuple[int, int]:
+    """Char range of a function's body (the lines a sub-diff covers) inside a response."""
+    body = code.split("\n", 1)[1].rstrip("\n")
+    s = turn.response.index(body)
+    return s, s + len(body)
+
+
+def values(tr: env.Trajectory, adv: torch.Tensor, t: int, rng: tuple[int, int]) -> set[float]:
+    """Advantages of the tokens of turn t that lie wholly inside rng."""
+    turn = tr.turns[t]
+    return {round(float(adv[turn.span[0] + k]), 5) for k, (s, e) in enumerate(turn.offsets)
+            if rng[0] <= s and e <= rng[1] and e > s}
+
+
+def outside(tr: env.Trajectory, adv: torch.Tensor, t: int, rngs) -> set[float]:
+    turn = tr.turns[t]
+    return {round(float(adv[turn.span[0] + k]), 5) for k, (s, e) in enumerate(turn.offsets)
+            if all(e <= a or s >= b for a, b in rngs)}
+
+
+@pytest.fixture(scope="module")
+def wf(tiny_tokenizer):
+    """Whole-file rewrites of both functions, all four combinations; only (ok, ok) passes."""
+    combos = [(F_OK, G_OK), (F_OK, G_BAD), (F_BAD, G_OK), (F_BAD, G_BAD)]
+    return [build(tiny_tokenizer, [whole(f, g)], [0.0], float(i == 0)) for i, (f, g) in enumerate(combos)]
+
+
+@pytest.fixture(scope="module")
+def sr3(tiny_tokenizer):
+    """Two search/replace turns each: A = f ok, g ok; B = f ok, g bad; C = f bad, g ok."""
+    spec = [([sr_f(F_OK), sr_g(G_OK)], [0.5, 0.5], 1.0), ([sr_f(F_OK), sr_g(G_BAD)], [0.5, 0.0], 0.0),
+            ([sr_f(F_BAD), sr_g(G_OK)], [0.0, 0.5], 0.0)]
+    return [build(tiny_tokenizer, r, rw, R) for r, rw, R in spec]
+
+
+def _masked_zero(group, advs):
+    for tr, a in zip(group, advs):
+        assert a.dtype == torch.float32 and a.shape == (len(tr.token_ids),) and torch.isfinite(a).all()
+        assert (a[torch.tensor(tr.loss_mask) == 0] == 0).all()
+
+
+def test_grpo_by_hand(wf):
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(algo="grpo"))
+    _masked_zero(wf, advs)
+    for tr, a, want in zip(wf, advs, [0.75, -0.25, -0.25, -0.25]):
+        on = torch.tensor(tr.loss_mask) == 1
+        assert torch.allclose(a[on], torch.full_like(a[on], want))
+    sd = math.sqrt(0.1875)
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(algo="grpo", norm="mean_std_norm"))
+    assert float(advs[0][wf[0].turns[0].span[0]]) == pytest.approx(0.75 / (sd + 1e-6), rel=1e-6)
+
+
+def test_didpo_contrast_by_hand(wf):
+    stats: dict = {}
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(), stats)
+    _masked_zero(wf, advs)
+    assert stats["anchors"] == 4 and stats["anchors_block"] == 1.0 and 0 < stats["token_coverage"] < 1
+    # A^D(f ok) = mean R over {0, 1} - mean over {2, 3} = 0.5; the twin gets -0.5; the same for g
+    for i, (f, g, ae) in enumerate([(F_OK, G_OK, .75), (F_OK, G_BAD, -.25), (F_BAD, G_OK, -.25), (F_BAD, G_BAD, -.25)]):
+        tr, a = wf[i], advs[i]
+        rf, rg = region(tr.turns[0], f), region(tr.turns[0], g)
+        assert values(tr, a, 0, rf) == {round(ae + (0.5 if f == F_OK else -0.5), 5)}
+        assert values(tr, a, 0, rg) == {round(ae + (0.5 if g == G_OK else -0.5), 5)}
+        assert outside(tr, a, 0, [rf, rg]) == {ae}
+    # within trajectory 1, the correct f outranks the buggy g: the credit DiDPO exists for
+    t1 = wf[1].turns[0]
+    assert min(values(wf[1], advs[1], 0, region(t1, F_OK))) > max(values(wf[1], advs[1], 0, region(t1, G_BAD)))
+
+
+def test_didpo_group_mean_by_hand_shows_pitfall_b(wf):
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(baseline="group_mean"))
+    _masked_zero(wf, advs)
+    # f ok members (0, 1) have returns (1, 0): A^D = +0.5, -0.5; f bad members (2, 3) returns (0, 0): A^D = 0
+    tr, a = wf[1], advs[1]
+    assert values(tr, a, 0, region(tr.turns[0], F_OK)) == {-0.75}    # the correct f of a failed trajectory ...
+    assert values(tr, a, 0, region(tr.turns[0], G_BAD)) == {-0.25}   # ... ranks below its buggy g
+    assert values(wf[0], advs[0], 0, region(wf[0].turns[0], F_OK)) == {1.25}
+
+
+def test_multi_turn_returns_gigpo_and_didpo_by_hand(sr3):
+    G = [didpo.step_returns(tr, 0.5) for tr in sr3]
+    assert G == [[1.25, 1.5], [0.5, 0.0], [0.25, 0.5]]
+    # episode returns R + Σr = 2, .5, .5 -> A^E = 1, -.5, -.5
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(algo="gigpo", gamma=0.5))
+    _masked_zero(sr3, advs)
+    # turn 1: one step group (same start) G = 1.25, .5, .25; turn 2: A and B share the state (f ok), C alone
+    want = [[1 + 1.25 - 2 / 3, 1 + 0.75], [-0.5 + 0.5 - 2 / 3, -0.5 - 0.75], [-0.5 + 0.25 - 2 / 3, -0.5]]
+    for tr, a, w in zip(sr3, advs, want):
+        for t, turn in enumerate(tr.turns):
+            assert torch.allclose(a[turn.span[0]:turn.span[1]], torch.tensor(w[t]))
+    # didpo contrast on G_{i,1}: f ok in {A, B}: (1.25 + .5)/2 - .25 = .625; g ok in {A, C}: .75 - .5 = .25;
+    # the lone twins f bad (C) and g bad (B) stay singletons (joining would make the anchor universal)
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(gamma=0.5))
+    cases = [(0, 0, F_OK, 1.625), (0, 1, G_OK, 1.25), (1, 0, F_OK, 0.125), (1, 1, G_BAD, -0.5),
+             (2, 0, F_BAD, -0.5), (2, 1, G_OK, -0.25)]
+    for i, t, code, want in cases:
+        assert values(sr3[i], advs[i], t, region(sr3[i].turns[t], code)) == {want}
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(gamma=0.5, baseline="group_mean"))
+    # f ok members A1, B1 (1.25, .5) -> +-.375; g ok members A2, C2 (1.5, .5) -> +-.5
+    for i, t, code, want in [(0, 0, F_OK, 1.375), (1, 0, F_OK, -0.875), (0, 1, G_OK, 1.5), (2, 1, G_OK, -1.0)]:
+        assert values(sr3[i], advs[i], t, region(sr3[i].turns[t], code)) == {want}
+
+
+def test_reemitted_subdiff_earns_no_diff_credit(tiny_tokenizer):
+    b = tiny_tokenizer
+    group = [build(b, [whole(F_BAD, G_OK), whole(F_OK, G_OK, "Fixed f.")], [0.0, 0.0], 1.0),
+             build(b, [whole(F_OK, G_BAD)], [0.0], 0.0), build(b, [whole(F_BAD, G_BAD)], [0.0], 0.0),
+             build(b, [whole(F_OK, G_OK)], [0.0], 1.0),
+             build(b, [whole(F_BAD, G_BAD), whole(F_OK, G_BAD, "Fixed f.")], [0.0, 0.0], 0.0)]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    tr, a = group[0], cr.token_adv[0]
+    ae = round(cr.episode[0], 5)
+    assert values(tr, a, 0, region(tr.turns[0], G_OK)) != {ae}          # g written in turn 1: diff credit
+    assert values(tr, a, 1, region(tr.turns[1], G_OK)) == {ae}          # the same g re-emitted in turn 2: none
+    assert values(tr, a, 1, region(tr.turns[1], F_OK)) != {ae}          # the fix of f (made twice): credit
+    fix = [x for x in cr.anchors if x.text == "s = a+b"]
+    assert len(fix) == 1 and sorted(fix[0].kept) == [(0, 1), (4, 1)]    # the changed line only, not `return s`
+
+
+def test_failed_edit_earns_no_diff_credit(tiny_tokenizer):
+    b = tiny_tokenizer
+    bad = sr("def f(a, b):\n    return 0\n", F_OK)                          # SEARCH matches nothing
+    group = [build(b, [sr_f(F_OK)], [0.0], 1.0), build(b, [sr_f(F_OK)], [0.0], 1.0),
+             build(b, [sr_f(F_BAD)], [0.0], 0.0), build(b, [sr_f(F_BAD)], [0.0], 0.0), build(b, [bad], [0.0], 0.0)]
+    assert not group[4].turns[0].applied
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    assert cr.anchors and values(group[4], cr.token_adv[4], 0, region(group[4].turns[0], F_OK)) == {
+        round(cr.episode[4], 5)}
+    assert (cr.owner[4] == -1).all()
+
+
+@pytest.mark.parametrize("algo,baseline", [("grpo", "contrast"), ("gigpo", "contrast"), ("didpo", "contrast"),
+                                           ("didpo", "group_mean")])
+@pytest.mark.parametrize("norm", ["mean_norm", "mean_std_norm"])
+def test_degenerate_groups_give_finite_zeros(wf, sr3, tiny_tokenizer, algo, baseline, norm):
+    cfg = didpo.AdvConfig(algo=algo, baseline=baseline, norm=norm)
+    same = [build(tiny_tokenizer, [whole(F_OK, G_BAD)], [0.0], 0.0) for _ in range(3)]
+    no_diffs = [build(tiny_tokenizer, ["Thinking.\nrun tests\n"], [0.0], r) for r in (0.0, 0.0)]
+    for group in ([wf[1]], same, no_diffs, [sr3[0]]):
+        for a in didpo.compute_advantages(group, cfg):
+            assert torch.isfinite(a).all() and (a == 0).all()
+    mixed = wf[1:3] + [build(tiny_tokenizer, ["Thinking.\nrun tests\n"], [0.0], 1.0)]
+    for tr, a in zip(mixed, didpo.compute_advantages(mixed, cfg)):
+        assert torch.isfinite(a).all() and (a[torch.tensor(tr.loss_mask) == 0] == 0).all()
+    assert not didpo.has_signal(same, cfg) and didpo.has_signal(wf, cfg)
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="AdvConfig.algo='ppo'"):
+        didpo.AdvConfig(algo="ppo")
+    with pytest.raises(ValueError, match="LossConfig.agg"):
+        didpo.LossConfig(agg="sum")
+
+
+# --- the policy loss ------------------------------------------------------------------
+
+
+def test_policy_loss_by_hand():
+    cfg = didpo.LossConfig(clip_low=0.2, clip_high=0.28, dual_clip=3.0)
+    r = torch.tensor([[1.0, 1.5, 0.5, 1.5, 5.0, 1.0]])
+    adv = torch.tensor([[1.0, 2.0, 1.0, -1.0, -1.0, 7.0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1, 0]])
+    old = torch.zeros(1, 6)
+    loss, m = didpo.policy_loss(r.log(), old, adv, mask, cfg)
+    # -A·r, clipped at 1 + ε_high for A > 0; max(1.5, 1.28) for A < 0; dual clip caps 5 at c = 3
+    per = [-1.0, -2.0 * 1.28, -0.5, 1.5, 3.0]
+    assert float(loss) == pytest.approx(sum(per) / 5)
+    assert m["clip_frac"] == pytest.approx(1 / 5) and m["dual_clip_frac"] == pytest.approx(1 / 5)
+    assert m["ratio_max"] == pytest.approx(5.0) and m["tokens"] == 5
+
+
+def test_kl_and_entropy_terms_by_hand():
+    logp, ref = torch.tensor([[-1.0, -2.0]]), torch.tensor([[-1.5, -1.0]])
+    ent, mask, zero = torch.tensor([[0.3, 0.7]]), torch.ones(1, 2), torch.zeros(1, 2)
+    cfg = didpo.LossConfig(kl_coef=0.1, entropy_coef=0.01)
+    loss, m = didpo.policy_loss(logp, logp.detach(), zero, mask, cfg, ref_logp=ref, entropy=ent)
+    kl = [math.exp(d) - d - 1 for d in (-0.5, 1.0)]
+    assert m["kl"] == pytest.approx(sum(kl) / 2) and m["entropy"] == pytest.approx(0.5)
+    assert float(loss) == pytest.approx(0.1 * sum(kl) / 2 - 0.01 * 0.5)
+    with pytest.raises(ValueError, match="ref_logp"):
+        didpo.policy_loss(logp, logp, zero, mask, cfg)
+
+
+def _batch(seed: int = 0, B: int = 6, T: int = 9):
+    g = torch.Generator().manual_seed(seed)
+    logp = (-torch.rand(B, T, generator=g) * 3).requires_grad_(True)
+    old = logp.detach() + 0.3 * torch.randn(B, T, generator=g)
+    adv = torch.randn(B, T, generator=g)
+    mask = (torch.rand(B, T, generator=g) > 0.3).long()
+    mask[2] = 0  # an empty row
+    ref = logp.detach() + 0.2 * torch.randn(B, T, generator=g)
+    ent = torch.rand(B, T, generator=g)
+    return logp, old, adv, mask, ref, ent
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
+def test_loss_is_invariant_to_micro_batches_and_ranks(agg):
+    cfg = didpo.LossConfig(kl_coef=0.05, entropy_coef=0.01, agg=agg)
+    logp, old, adv, mask, ref, ent = _batch()
+    full, _ = didpo.policy_loss(logp, old, adv, mask, cfg, ref, ent)
+    full.backward()
+    g_full = logp.grad.clone()
+    logp.grad = None
+    n_tok, n_seq = float(mask.sum()), float((mask.sum(-1) > 0).sum())
+    total = 0.0
+    for rank in ([0, 1, 2], [3, 4, 5]):           # 2 ranks, each with 2 micro-batches of its rows
+        for rows in (rank[:2], rank[2:]):
+            part, _ = didpo.policy_loss(logp[rows], old[rows], adv[rows], mask[rows], cfg, ref[rows], ent[rows],
+                                        global_tokens=n_tok, global_seqs=n_seq)
+            part.backward()
+            total += float(part.detach())
+    assert total == pytest.approx(float(full.detach()), rel=1e-6, abs=1e-7)
+    assert torch.allclose(logp.grad, g_full, atol=1e-7)
+
+
+def test_values_under_the_mask_change_nothing():
+    cfg = didpo.LossConfig(kl_coef=0.05, entropy_coef=0.01)
+    logp, old, adv, mask, ref, ent = _batch(1)
+    base, _ = didpo.policy_loss(logp, old, adv, mask, cfg, ref, ent)
+    off = mask == 0
+    junk = [t.detach().clone() for t in (logp, old, adv, ref, ent)]
+    for t, v in zip(junk, (float("nan"), float("inf"), 1e30, float("-inf"), float("nan"))):
+        t[off] = v
+    lp = junk[0].requires_grad_(True)
+    loss, m = didpo.policy_loss(lp, junk[1], junk[2], mask, cfg, junk[3], junk[4])
+    loss.backward()
+    assert float(loss.detach()) == pytest.approx(float(base.detach())) and torch.isfinite(lp.grad).all()
+    assert (lp.grad[off] == 0).all() and all(math.isfinite(v) for v in m.values())
+
+
+def test_replayed_group_puts_credit_on_the_correct_function(tiny_tokenizer):
+    """End to end: env.replay (rollout loop, sandbox rewards, the sampled tokens' offsets) into didpo."""
+    hidden = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=hidden[:1],
+                      hidden_tests=hidden)
+    combos = [(F_OK, G_OK), (F_OK, G_BAD), (F_BAD, G_OK), (F_BAD, G_BAD)]
+    group = [env.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in combos]
+    assert [tr.reward for tr in group] == [1.0, 0.0, 0.0, 0.0]
+    advs = didpo.compute_advantages(group, didpo.AdvConfig())
+    _masked_zero(group, advs)
+    t = group[1].turns[0]
+    assert min(values(group[1], advs[1], 0, region(t, F_OK))) > max(values(group[1], advs[1], 0, region(t, G_BAD)))
