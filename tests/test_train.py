@@ -1,0 +1,153 @@
+"""The trainer on CPU with the tiny model: invariances, resume, export, CLI errors."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def _run(args, **kw):
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600, **kw)
+
+
+def _learn(tmp_path, world: int, micro: int) -> dict:
+    out = tmp_path / f"w{world}_m{micro}.pt"
+    if world == 1:
+        cmd = [PY, "tests/dist_learn.py", str(out), str(micro)]
+    else:
+        cmd = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
+               "tests/dist_learn.py", str(out), str(micro)]
+    r = _run(cmd)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return torch.load(out)
+
+
+def test_update_invariant_to_world_size_and_micro_batches(tmp_path):
+    from conftest import build_tiny_model
+
+    before = dict(build_tiny_model(600).named_parameters())
+    a = _learn(tmp_path, 1, 6)
+    b = _learn(tmp_path, 1, 1)
+    c = _learn(tmp_path, 2, 2)
+    changed = max((a["params"][n] - before[n]).abs().max().item() for n in before)
+    assert changed > 1e-4  # the step really moved the parameters
+    for other in (b, c):
+        for n in a["params"]:
+            torch.testing.assert_close(other["params"][n], a["params"][n], rtol=0, atol=2e-6)
+        assert other["metrics"]["loss"] == pytest.approx(a["metrics"]["loss"], abs=1e-6)
+
+
+def test_chunked_logprobs_match_full_logits(tiny_model, tiny_tokenizer):
+    import copy
+
+    import train
+
+    rank, world, device = train.init()
+    ids = torch.tensor([tiny_tokenizer.encode("def add(a, b):\n    return a + b\n" * 4)])
+    full = torch.log_softmax(tiny_model(ids).logits[:, :-1], -1)  # (B, T-1, V)
+    want = full.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    want_ent = -(full.exp() * full).sum(-1)
+    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(logprob_chunk=7), device, world)
+    with torch.no_grad():
+        lp, ent = policy(ids, torch.ones_like(ids), entropy=True)
+    torch.testing.assert_close(lp, want, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ent, want_ent, atol=1e-5, rtol=0)
+
+
+def _train(tmp_path, tiny_model_dir, out, *extra, env=None):
+    cmd = [PY, "train.py", "--model", str(tiny_model_dir), "--out", str(out), "--tasks", "data/tasks.jsonl",
+           "--tasks-per-step", "2", "--group-size", "2", "--max-turns", "2", "--max-response-tokens", "24",
+           "--lr", "1e-3", "--save-every", "1", "--save-groups", "1", *extra]
+    return _run(cmd, env=env)
+
+
+def _metrics(run: Path) -> list[dict]:
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if "time" not in k} for r in rows]  # timings differ run to run
+
+
+def test_resume_is_exact_and_survives_a_kill(tmp_path, tiny_model_dir):
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    r = _train(tmp_path, tiny_model_dir, straight, "--steps", "4")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (straight / "groups" / "step_1.jsonl").exists() and (straight / "config.json").exists()
+
+    r = _train(tmp_path, tiny_model_dir, resumed, "--steps", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    # A kill during the next checkpoint write leaves a partial temp dir: it must be ignored.
+    partial = resumed / "checkpoints" / ".step_3.tmp"
+    shutil.copytree(resumed / "checkpoints" / "step_2", partial)
+    (partial / "COMPLETE").unlink()
+    (partial / "__0_0.distcp").write_bytes(b"garbage")
+    r = _train(tmp_path, tiny_model_dir, resumed, "--steps", "4", "--resume", "auto")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ignoring incomplete checkpoint" in r.stderr
+    assert _metrics(resumed) == _metrics(straight)
+    import rollout
+
+    a, _ = rollout.load_model(str(straight / "export"))
+    b, _ = rollout.load_model(str(resumed / "export"))
+    for (n, p), q in zip(a.named_parameters(), b.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=n)
+
+
+def test_sigkill_mid_run_then_resume(tmp_path, tiny_model_dir):
+    import signal
+    import time
+
+    run = tmp_path / "killed"
+    cmd = [PY, "train.py", "--model", str(tiny_model_dir), "--out", str(run), "--tasks-per-step", "1",
+           "--group-size", "2", "--max-turns", "1", "--max-response-tokens", "16", "--save-every", "1",
+           "--steps", "50"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (run / "checkpoints" / "step_2").exists() and time.time() < deadline and p.poll() is None:
+        time.sleep(0.2)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert (run / "checkpoints" / "step_2" / "COMPLETE").exists()
+    r = _run(cmd[:-1] + ["3", "--resume", "auto"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = [m["step"] for m in _metrics(run)]
+    assert steps[-1] == 3 and "resumed from" in r.stderr
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--lrr", "1e-6"], "--lr"),
+    (["--model", "no-such-model"], "unknown model"),
+    (["--algo", "ppo"], "--algo"),
+    (["--config", "missing.yaml"], "does not exist"),
+])
+def test_cli_rejects_bad_input_in_one_line(args, needle):
+    r = _run([PY, "train.py", *args])
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_rejects_bad_config_file(tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("lr: [unclosed\n")
+    r = _run([PY, "train.py", "--config", str(bad)])
+    assert r.returncode == 2 and "does not parse" in r.stderr and "Traceback" not in r.stderr
+    typo = tmp_path / "t.toml"
+    typo.write_text("leraning_rate = 1.0\n")
+    r = _run([PY, "train.py", "--config", str(typo)])
+    assert r.returncode == 2 and "unknown field" in r.stderr
+
+
+def test_embedded_default_one_step(tmp_path):
+    """`python train.py` with the embedded default, one step, end to end."""
+    env = {**os.environ}
+    r = _run([PY, "train.py", "--steps", "1", "--out", str(tmp_path / "demo")], env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = _metrics(tmp_path / "demo")
+    assert len(m) == 1 and all(v == v for v in m[0].values() if isinstance(v, float))  # finite, no NaN
+    assert (tmp_path / "demo" / "export" / "model.safetensors").exists()
