@@ -35,13 +35,13 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import didpo
 import torch
 import torch.distributed as dist
 import typer
 from rich.console import Console
 from rich.table import Table
 
+import didpo
 import env as envlib
 import rollout
 import tasks as tasklib

@@ -13,8 +13,9 @@ import torch
 import torch.distributed as dist
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
-import train  # noqa: E402
 from conftest import build_tiny_model  # noqa: E402
+
+import train  # noqa: E402
 from env import Trajectory  # noqa: E402
 
 
