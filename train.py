@@ -192,16 +192,16 @@ def env_config(cfg: Config) -> envlib.EnvConfig:
 
 
 def init() -> tuple[int, int, torch.device]:
-    """rank, world, device. Without torchrun, a one-process gloo group: the same code path."""
+    """rank, world, device. Without torchrun, a one-process group (gloo on CPU): the same code path."""
     if not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
         if "RANK" in os.environ:
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
             dist.init_process_group(backend)
         else:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]
-            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
     rank, world = dist.get_rank(), dist.get_world_size()
     if torch.cuda.is_available():
         local = int(os.environ.get("LOCAL_RANK", 0))
@@ -259,7 +259,10 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int) -> Policy:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     if cfg.activation_checkpointing:
-        lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        lm.activation_checkpointing_enable()
+    # load_model returns eval() models; transformers only checkpoints layers in training mode.
+    # Dropout is 0 in Qwen2 / SmolLM2, so train() changes nothing else.
+    lm.train()
     lm.config.use_cache = False
     policy = Policy(lm.float().to(device), cfg.logprob_chunk)
     mesh = init_device_mesh(device.type, (world,))
@@ -511,8 +514,9 @@ class Logger:
 
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
+        # On CPU, eager mode: torch.compile of the model takes minutes on a laptop's cores.
         return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed, gpu_memory_utilization=cfg.gpu_memory_utilization,
-                                   max_model_len=cfg.max_total_tokens)
+                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu")
     import copy
 
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.

@@ -157,8 +157,9 @@ def test_hf_stops_on_stop_token_without_padding(tiny_model, tiny_tokenizer):
 def test_hf_seed_reproduces_and_ignores_model_generation_config(tiny_model, tiny_tokenizer):
     model = copy.deepcopy(tiny_model)
     # Defaults that a checkpoint's generation_config.json may carry must not leak into sampling:
-    # with top_k=1 leaking, temperature-1 sampling would always return the argmax.
+    # with top_k=1 or min_p=1 leaking, temperature-1 sampling would always return the argmax.
     model.generation_config.top_k = 1
+    model.generation_config.min_p = 1.0
     model.generation_config.repetition_penalty = 2.0
     sampler = HFSampler(model, tiny_tokenizer)
     p = prompts_of(tiny_tokenizer)[:1]
@@ -167,7 +168,7 @@ def test_hf_seed_reproduces_and_ignores_model_generation_config(tiny_model, tiny
     assert a.token_ids != sampler.generate(p, Sampling(max_tokens=16, seed=4))[0].token_ids
     greedy = sampler.generate(p, Sampling(temperature=0, max_tokens=16))[0].token_ids
     assert a.token_ids != greedy
-    assert model.generation_config.top_k == 1  # restored after generate
+    assert (model.generation_config.top_k, model.generation_config.min_p) == (1, 1.0)  # restored after generate
 
 
 def test_hf_load_weights_changes_and_restores_output(tiny_model, tiny_tokenizer):
