@@ -66,7 +66,7 @@ class Config:
     group_size: int = 4  # G: trajectories per task
     # rollout
     sampler: str = "hf"  # hf | vllm
-    temperature: float = 1.0
+    temperature: float = 0.8  # 1.0 makes a 135M model ramble; the 7B preset samples at 1.0
     top_p: float = 1.0
     max_turns: int = 2
     max_response_tokens: int = 128  # per turn
