@@ -457,7 +457,7 @@ class _Run:
 
 
 def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: int, sampling: Sampling,
-            progress: bool | None = None) -> list[list[env.Trajectory]]:
+            progress: bool | None = None, stats: dict | None = None) -> list[list[env.Trajectory]]:
     """Run n episodes of every task, all live episodes stepping together; trajectories grouped by task.
 
     Per turn: one sampler.generate over every live episode, one sandbox.grade_many for all their
@@ -468,7 +468,10 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
     when the next observation leaves no room under max_total_tokens ("total_tokens"), or when the
     turn limit ends an episode that neither finished nor passed ("max_turns").
     The progress bar (turn, live episodes, tokens/s) shows on a terminal; progress=False hides it.
+    `stats`, when given, gets the seconds spent generating and in the sandbox added to
+    "generate_s" and "sandbox_s" (the trainer's step-time breakdown).
     """
+    stats = {} if stats is None else stats
     if n < 1:
         raise ValueError(f"rollout: n={n}; pass n >= 1 episodes per task")
     eot = env.eot_id(tokenizer)
@@ -500,7 +503,9 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
                     for r in live]
             # A fresh seed per turn: reusing one would replay the same random draws every turn.
             seed = None if sampling.seed is None else sampling.seed + turn - 1
+            t = time.time()
             samples = sampler.generate([r.token_ids for r in live], replace(sampling, max_tokens=max(caps), seed=seed))
+            stats["generate_s"] = stats.get("generate_s", 0.0) + time.time() - t
             jobs = []
             for r, s, cap in zip(live, samples, caps):
                 if len(s.token_ids) > cap:
@@ -508,7 +513,9 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
                 jobs.append(_add_turn(r, s, eot, tokenizer))
                 sampled += len(s.token_ids)
             todo = [j for j in jobs if j is not None]
+            t = time.time()
             verdicts = iter(sandbox.grade_many(todo) if todo else [])
+            stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
             still = []
             for r, job in zip(live, jobs):
                 v = next(verdicts) if job is not None else None
@@ -527,7 +534,9 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
                 bar.advance(job_bar)
             live = still
         bar.update(job_bar, description=f"grading {len(runs)} episodes")
+        t = time.time()
         finals = sandbox.grade_many([r.episode.final_job() for r in runs])
+        stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
     groups: list[list[env.Trajectory]] = [[] for _ in tasks]
     for k, (r, v) in enumerate(zip(runs, finals)):
         reward = r.episode.finish(v)

@@ -340,11 +340,13 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
     lcfg = loss_config(cfg)
     opt.zero_grad(set_to_none=True)
     metrics: dict[str, float] = {}
-    mismatch, mismatch_n = 0.0, 0.0
+    mismatch, sampler_kl, mismatch_n = 0.0, 0.0, 0.0
     for (ids, attn, mask, adv, slp), old_lp, ref_lp in zip(batches, old, refs):
         has_slp = bool((slp != 0).any())
         if has_slp:
             mismatch += float(((old_lp - slp).abs() * mask).sum())
+            # KL(sampler || learner) estimated on the sampler's own tokens: E_sampler[log s - log l].
+            sampler_kl += float(((slp - old_lp) * mask).sum())
             mismatch_n += float(mask.sum())
             if cfg.tis_cap > 0:  # truncated importance sampling: sampler != learner numerics
                 adv = adv * torch.exp(old_lp - slp).clamp(max=cfg.tis_cap)
@@ -361,11 +363,13 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
     opt.step()
     metrics["grad_norm"] = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
     metrics["sampler_abs_dlogp"] = mismatch / mismatch_n if mismatch_n else 0.0
+    metrics["sampler_kl"] = sampler_kl / mismatch_n if mismatch_n else 0.0
     packed = torch.tensor([metrics[k] for k in sorted(metrics)], device=device)
     dist.all_reduce(packed)  # token-weighted sums across ranks
     out = dict(zip(sorted(metrics), packed.tolist()))
     out["grad_norm"] = metrics["grad_norm"]
     out["sampler_abs_dlogp"] /= dist.get_world_size()
+    out["sampler_kl"] /= dist.get_world_size()
     return out
 
 
@@ -523,7 +527,8 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     return rollout.HFSampler(copy.deepcopy(lm).to(device).eval(), tokenizer)
 
 
-def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig):
+def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig,
+                 times: dict):
     """Rollout until this rank has `share` groups (DAPO: skipping all-equal groups) or the limit."""
     sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens)
     kept, drawn, batches = [], 0, 0
@@ -532,7 +537,8 @@ def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int
         for _ in range(share - len(kept)):
             batch.append(tasks[(cursor + drawn) % len(tasks)])
             drawn += 1
-        groups = rollout.rollout(batch, sampler, tokenizer, env_config(cfg), n=cfg.group_size, sampling=sampling)
+        groups = rollout.rollout(batch, sampler, tokenizer, env_config(cfg), n=cfg.group_size, sampling=sampling,
+                                 progress=None if dist.get_rank() == 0 else False, stats=times)
         for g in groups:
             if not cfg.dynamic_sampling or didpo.has_signal(g, acfg):
                 kept.append(g)
@@ -590,7 +596,7 @@ def train(cfg: Config) -> Path:
         times["sync"] = time.time() - t
         t = time.time()
         my_cursor = cursor + rank * cfg.max_gen_batches * cfg.tasks_per_step
-        groups, drawn, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg)
+        groups, drawn, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
         sampler.sleep()
         times["rollout"] = time.time() - t
 

@@ -244,3 +244,14 @@ def test_model_path_with_the_tiny_model_and_resume(tiny_model_dir, tmp_path, mon
 
     monkeypatch.setattr(ev, "_make_sampler", no_model)
     assert ev.run(cfg, QUIET)["overall"] == res["overall"]
+
+
+@pytest.mark.parametrize("bench, path", [("jsonl", str(ROOT / "data" / "tasks.jsonl")), ("humaneval", None)])
+def test_agent_mode_runs_a_model_through_the_environment(tiny_model_dir, tmp_path, bench, path):
+    """`--mode agent` on the shipped data/ tasks and on HumanEval: every sample is generated and graded."""
+    cfg = ev.EvalConfig(bench=bench, path=path, model=str(tiny_model_dir), mode="agent", n=1, k=[1], limit=2,
+                        max_tokens=8, max_turns=2, sampler="hf", out=str(tmp_path / "o"))
+    res = ev.run(cfg, QUIET)
+    assert res["tasks"] == 2 and res["overall"]["pass@1"] == 0.0  # random weights
+    recs = [json.loads(x) for x in (tmp_path / "o" / "samples.jsonl").read_text().splitlines()]
+    assert len(recs) == 2 and all(r["response"] for r in recs)

@@ -151,3 +151,24 @@ def test_embedded_default_one_step(tmp_path):
     m = _metrics(tmp_path / "demo")
     assert len(m) == 1 and all(v == v for v in m[0].values() if isinstance(v, float))  # finite, no NaN
     assert (tmp_path / "demo" / "export" / "model.safetensors").exists()
+
+
+def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, tiny_tokenizer):
+    import copy
+
+    import rollout
+    import train
+
+    rank, world, device = train.init()
+    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(), device, world)
+    with torch.no_grad():  # move the weights off the fixture's, so the export has something to carry
+        for p in policy.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    train.export(policy, tiny_tokenizer, tmp_path / "export")
+    model, tok = rollout.load_model(str(tmp_path / "export"))
+    ids = torch.tensor([tiny_tokenizer.encode("def add(a, b):\n    return a + b\n")])
+    with torch.no_grad():
+        want = policy(ids, torch.ones_like(ids))[0]
+        got = torch.log_softmax(model(ids).logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    assert tok.chat_template == tiny_tokenizer.chat_template
