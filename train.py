@@ -20,6 +20,7 @@ it. Each rank sums its token losses / global_tokens; gradients are then summed
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import json
@@ -521,8 +522,6 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
         # On CPU, eager mode: torch.compile of the model takes minutes on a laptop's cores.
         return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed, gpu_memory_utilization=cfg.gpu_memory_utilization,
                                    max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu")
-    import copy
-
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
     return rollout.HFSampler(copy.deepcopy(lm).to(device).eval(), tokenizer)
 
@@ -569,8 +568,6 @@ def train(cfg: Config) -> Path:
     sampler = make_sampler(cfg, path, lm, tokenizer, device)
     ref = None
     if cfg.kl_coef > 0:  # a frozen copy, sharded the same way, only when KL is on
-        import copy
-
         ref = build_learner(copy.deepcopy(lm), cfg, device, world).requires_grad_(False)
     policy = build_learner(lm, cfg, device, world)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -583,6 +580,10 @@ def train(cfg: Config) -> Path:
     logger = Logger(run, cfg)
     acfg = adv_config(cfg)
     share = len(range(rank, cfg.tasks_per_step, world))  # this rank's task groups
+    # Each rank draws tasks from its own window of the shuffled list, the most it can draw in a
+    # step (DAPO may resample), so ranks never share a task and a resumed run draws what the
+    # uninterrupted one would.
+    window = -(-cfg.tasks_per_step // world) * (cfg.max_gen_batches if cfg.dynamic_sampling else 1)
 
     for step in range(start, cfg.steps):
         t0 = time.time()
@@ -595,8 +596,8 @@ def train(cfg: Config) -> Path:
         sync_weights(policy, sampler)
         times["sync"] = time.time() - t
         t = time.time()
-        my_cursor = cursor + rank * cfg.max_gen_batches * cfg.tasks_per_step
-        groups, drawn, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
+        my_cursor = cursor + rank * window
+        groups, _, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
         sampler.sleep()
         times["rollout"] = time.time() - t
 
@@ -614,7 +615,7 @@ def train(cfg: Config) -> Path:
         t = time.time()
         m = learn(policy, opt, trajs, advs, cfg, device, ref=ref)
         times["update"] = time.time() - t
-        cursor += world * cfg.max_gen_batches * cfg.tasks_per_step
+        cursor += world * window
 
         rewards = [tr.reward for tr in trajs]
         local = torch.tensor([sum(rewards), len(rewards), sum(r >= 1.0 for r in rewards), len(groups),
