@@ -545,7 +545,14 @@ def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int
     return kept, drawn, batches
 
 
+def check_run_dir(cfg: Config) -> None:
+    """A new run never writes over an old one's metrics and checkpoints."""
+    if not cfg.resume and (Path(cfg.out) / "metrics.jsonl").exists():
+        raise ValueError(f"--out {cfg.out} already holds a run; pass --resume auto to continue it, or a new --out")
+
+
 def train(cfg: Config) -> Path:
+    check_run_dir(cfg)
     rank, world, device = init()
     run = Path(cfg.out)
     if rank == 0:
@@ -666,6 +673,7 @@ def _cli() -> typer.Typer:
             if not Path(cfg.tasks).exists():
                 raise ValueError(f"--tasks {cfg.tasks} does not exist; pass a task .jsonl file")
             rollout.resolve(cfg.model)
+            check_run_dir(cfg)
         except ValueError as e:
             typer.echo(f"error: {e}", err=True)  # one line, never wrapped
             raise typer.Exit(2) from None

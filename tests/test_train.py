@@ -131,6 +131,15 @@ def test_cli_rejects_bad_input_in_one_line(args, needle):
     assert needle in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_new_run_never_overwrites_an_old_one(tmp_path):
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    r = _run([PY, "train.py", "--out", str(run)])
+    assert r.returncode == 2 and "already holds a run" in r.stderr and "--resume auto" in r.stderr
+    assert (run / "metrics.jsonl").read_text() == '{"step": 1}\n'
+
+
 def test_cli_rejects_bad_config_file(tmp_path):
     bad = tmp_path / "c.yaml"
     bad.write_text("lr: [unclosed\n")
