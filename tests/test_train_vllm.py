@@ -21,7 +21,10 @@ def _run(tmp_path, name: str) -> list[dict]:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the CPU default takes far more
 
     cfg = dict(sampler="vllm", steps=2, group_size=2, tasks_per_step=2, max_turns=1, max_response_tokens=32,
-               lr=3e-4, entropy_coef=0.0, save_groups=0, out=str(tmp_path / name))
+               lr=3e-4, temperature=1.0, save_groups=0, out=str(tmp_path / name),
+               # The entropy bonus gives a gradient even when every reward in the step is equal
+               # (advantages all 0); Adam's first step then moves every weight by about lr.
+               entropy_coef=0.01)
     run = train.train(train.resolve_config(cfg))
     assert (run / "export" / "model.safetensors").exists()
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
@@ -48,6 +51,7 @@ def test_two_steps_with_vllm_sampler_keep_engine_and_learner_in_sync(tmp_path, m
     print("synced", [r["sampler_abs_dlogp"] for r in synced], "stale", [r["sampler_abs_dlogp"] for r in stale])
     # Step 1: both engines hold the learner's weights; bf16 engine vs fp32 learner is small.
     assert synced[0]["sampler_abs_dlogp"] < 0.05 and stale[0]["sampler_abs_dlogp"] < 0.05
-    # Step 2: only the synced engine still agrees with the learner.
-    assert synced[1]["sampler_abs_dlogp"] < 0.05
-    assert stale[1]["sampler_abs_dlogp"] > 2 * synced[1]["sampler_abs_dlogp"]
+    # Step 2: only the synced engine still agrees with the learner (measured: 0.094 synced, 1.20
+    # stale; the synced value is above step 1's because bf16 rounding now meets moved weights).
+    assert synced[1]["sampler_abs_dlogp"] < 0.15
+    assert stale[1]["sampler_abs_dlogp"] > 5 * synced[1]["sampler_abs_dlogp"]
