@@ -10,7 +10,8 @@ tokens) gives the trajectories and advantages, as `train.py` would. Then, from t
         forward, the lm_head over every position), loaded from git;
   new:  `learn` of the working tree with the embedded default's Config (old = current log-probs with
         one step per batch, bf16 autocast where the CPU has fast bf16, micro-batches by token
-        budget, the lm_head only at loss-mask positions).
+        budget, the lm_head only at loss-mask positions);
+  new fp32: the same with dtype float32, to show what autocast adds.
 It prints each update's seconds and their ratio, the step (rollout + advantages + update) both
 ways, and how far the new path's log-probs are from fp32's on the response tokens. Timings on a
 shared machine are noisy; the ratio is measured in one run.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import importlib.util
 import random
 import subprocess
@@ -90,8 +92,10 @@ def main(argv=None) -> int:
 
     # Both learners from the same weights, AdamW as in train.py.
     base_cfg = base.Config(tasks_per_step=a.tasks_per_step, seed=a.seed)
+    fp32_cfg = dataclasses.replace(cfg, dtype="float32")  # the new path without autocast: what bf16 adds
     policies = {"base": base.build_learner(copy.deepcopy(lm), base_cfg, device, world),
-                "new": train.build_learner(copy.deepcopy(lm), cfg, device, world)}
+                "new": train.build_learner(copy.deepcopy(lm), cfg, device, world),
+                "new fp32": train.build_learner(copy.deepcopy(lm), fp32_cfg, device, world)}
     print(f"new path: bf16 autocast {policies['new'].autocast}, micro_batch_tokens {cfg.micro_batch_tokens}, "
           f"one step per batch: old log-probs = current")
 
@@ -104,7 +108,7 @@ def main(argv=None) -> int:
           f"max |d| {diff.max():.4f}")
 
     secs, metrics = {}, {}
-    for name, mod, c in (("base", base, base_cfg), ("new", train, cfg)):
+    for name, mod, c in (("base", base, base_cfg), ("new", train, cfg), ("new fp32", train, fp32_cfg)):
         policy = policies[name]
         opt = torch.optim.AdamW(policy.parameters(), lr=c.lr, weight_decay=c.weight_decay)
         t = time.perf_counter()
@@ -113,7 +117,8 @@ def main(argv=None) -> int:
         print(f"update {name}: {secs[name]:.1f}s  loss {metrics[name]['loss']:+.5f}  "
               f"grad_norm {metrics[name]['grad_norm']:.4f}", flush=True)
     rest = t_rollout + t_adv
-    print(f"update: base {secs['base']:.1f}s, new {secs['new']:.1f}s, ratio {secs['base'] / secs['new']:.2f}x")
+    print(f"update: base {secs['base']:.1f}s, new {secs['new']:.1f}s, ratio {secs['base'] / secs['new']:.2f}x "
+          f"(new in fp32: {secs['new fp32']:.1f}s, ratio {secs['base'] / secs['new fp32']:.2f}x)")
     print(f"step (rollout + advantages + update): base {rest + secs['base']:.1f}s, new {rest + secs['new']:.1f}s, "
           f"ratio {(rest + secs['base']) / (rest + secs['new']):.2f}x")
     return 0
