@@ -423,7 +423,8 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
                 if has_slp and cfg.tis_cap > 0:  # truncated importance sampling: sampler != learner numerics
                     adv = adv * torch.exp(old_lp - slp).clamp(max=cfg.tis_cap)
                 loss, m = didpo.policy_loss(logp, old_lp, adv, mask, lcfg, ref_logp=refs[k][j] if refs else None,
-                                            entropy=ent, global_tokens=global_tokens[k], global_seqs=n_seqs[k])
+                                            entropy=ent, global_tokens=max(global_tokens[k], 1.0),
+                                            global_seqs=max(n_seqs[k], 1.0))  # 1: a mini-batch may be empty
                 loss.backward()
                 w = float(mask.sum()) / max(global_tokens[k], 1.0) / n_steps
                 for key, v in m.items():
