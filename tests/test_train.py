@@ -66,6 +66,40 @@ def test_chunked_logprobs_match_full_logits(tiny_model, tiny_tokenizer):
     torch.testing.assert_close(ent, want_ent, atol=1e-5, rtol=0)
 
 
+def test_micro_batches_by_token_budget():
+    import train
+    from env import Trajectory
+
+    trajs = [Trajectory(task_id="t", token_ids=[1] * n, loss_mask=[0] + [1] * (n - 1)) for n in (12, 37, 22, 17, 12)]
+    advs = [torch.zeros(len(t.token_ids)) for t in trajs]
+    cfg = train.Config(micro_batch_tokens=40)
+    # Longest first; a part grows while (its sequences + 1) x its longest <= 40:
+    # 2 x 37 and 2 x 22 do not fit, 2 x 17 = 34 does, 3 x 17 = 51 does not.
+    got = [tuple(int(n) for n in b[1].sum(1)) for b in train.micro_batches(trajs, advs, cfg, "cpu")]
+    assert got == [(37,), (22,), (17, 12), (12,)]
+    one = train.micro_batches(trajs, advs, train.Config(micro_batch_tokens=10), "cpu")  # each alone, never dropped
+    assert sorted(int(b[1].sum()) for b in one) == [12, 12, 17, 22, 37]
+    by_count = train.micro_batches(trajs, advs, train.Config(micro_batch_tokens=0, micro_batch_size=2), "cpu")
+    assert [tuple(int(n) for n in b[1].sum(1)) for b in by_count] == [(12, 37), (22, 17), (12,)]
+
+
+def test_cpu_bf16_autocast_keeps_fp32_weights_and_close_logprobs(tiny_model, tiny_tokenizer):
+    import copy
+
+    import train
+
+    rank, world, device = train.init()
+    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(dtype="float32"), device, world)
+    ids = torch.tensor([tiny_tokenizer.encode("def add(a, b):\n    return a + b\n" * 4)])
+    fp32, _ = policy(ids, torch.ones_like(ids))
+    policy.autocast = True  # what dtype auto picks on a CPU with fast bf16
+    lp, _ = policy(ids, torch.ones_like(ids))
+    lp.sum().backward()
+    assert all(p.dtype == torch.float32 and p.grad.dtype == torch.float32 for p in policy.parameters())
+    diff = (lp - fp32).abs()
+    assert 0 < diff.max() < 0.05 and diff.mean() < 0.01  # bf16 really ran, and stayed close
+
+
 def _train(tmp_path, tiny_model_dir, out, *extra, env=None):
     cmd = [PY, "train.py", "--model", str(tiny_model_dir), "--out", str(out), "--tasks", "data/tasks.jsonl",
            "--tasks-per-step", "2", "--group-size", "2", "--max-turns", "2", "--max-response-tokens", "12",
@@ -129,6 +163,8 @@ def test_sigkill_mid_run_then_resume(tmp_path, tiny_model_dir):
     (["--model", "no-such-model"], "unknown model"),
     (["--algo", "ppo"], "--algo"),
     (["--config", "missing.yaml"], "does not exist"),
+    (["--ppo-epochs", "0"], "--ppo-epochs"),
+    (["--micro-batch-tokens", "-1"], "--micro-batch-tokens"),
 ])
 def test_cli_rejects_bad_input_in_one_line(args, needle):
     r = _run([PY, "train.py", *args])
