@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 import json
 import os
@@ -58,7 +59,7 @@ console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 class Config:
     # model
     model: str = "smollm2-135m"  # local dir, hub id, alias (Qwen2.5-7B-Coder) or smollm2-135m
-    dtype: str = "auto"  # auto: bf16 compute on GPU, fp32 on CPU
+    dtype: str = "auto"  # auto: bf16 on GPU; on CPU bf16 autocast where bf16 is fast (AMX, AVX512-BF16), else fp32
     activation_checkpointing: bool = False
     # data
     tasks: str = "data/tasks.jsonl"
@@ -102,7 +103,10 @@ class Config:
     lr: float = 1e-5
     weight_decay: float = 0.0
     grad_clip: float = 1.0
-    micro_batch_size: int = 4
+    micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
+    micro_batch_tokens: int = 4096  # padded tokens per micro-batch, sequences sorted by length (verl's dynamic bsz)
+    ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
+    ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)
     logprob_chunk: int = 1024  # tokens per lm_head chunk: full-vocab fp32 logits never exist for a whole sequence
     # run
     steps: int = 3
@@ -167,9 +171,11 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
         if getattr(cfg, name) not in allowed:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(cfg, name)!r} is not one of {', '.join(allowed)}")
     for name in ("tasks_per_step", "group_size", "max_turns", "max_response_tokens", "micro_batch_size",
-                 "logprob_chunk", "steps"):
+                 "logprob_chunk", "steps", "ppo_epochs", "ppo_mini_batches"):
         if getattr(cfg, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")
+    if cfg.micro_batch_tokens < 0:
+        raise ValueError(f"--micro-batch-tokens must be >= 0 (0: use --micro-batch-size), got {cfg.micro_batch_tokens}")
     return cfg
 
 
@@ -222,35 +228,71 @@ def print0(*args, **kwargs):
 class Policy(torch.nn.Module):
     """A causal LM whose forward returns per-token log-probs (and entropy), computed in
     chunks of the sequence so that (T, V) fp32 logits never exist at once. Wrapping the
-    LM makes this forward the FSDP root, so embedding / lm_head are gathered for it."""
+    LM makes this forward the FSDP root, so embedding / lm_head are gathered for it.
 
-    def __init__(self, lm: torch.nn.Module, chunk: int):
+    `autocast`: run the decoder under CPU bf16 autocast (fp32 master weights; the residual
+    stream, norms and the lm_head stay fp32, so log-probs stay close to fp32's)."""
+
+    def __init__(self, lm: torch.nn.Module, chunk: int, autocast: bool = False):
         super().__init__()
-        self.lm, self.chunk = lm, chunk
+        self.lm, self.chunk, self.autocast = lm, chunk, autocast
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entropy: bool = False):
-        h = self.lm.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entropy: bool = False,
+                mask: torch.Tensor | None = None):
+        """(B, T-1) log-probs of input_ids[:, 1:] and entropies. With `mask` (B, T-1), only its
+        nonzero positions are computed (zeros elsewhere): the lm_head is a quarter of the model's
+        FLOPs, and prompt, observation and pad tokens need none of it."""
+        with torch.autocast(input_ids.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            h = self.lm.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
         h, targets = h[:, :-1], input_ids[:, 1:]  # position j predicts token j+1
+        keep = mask.bool() if mask is not None else torch.ones_like(targets, dtype=torch.bool)  # (B, T-1)
+        h, targets = h[keep], targets[keep]  # (N, H), (N,)
         logps, ents = [], []
-        for s in range(0, h.shape[1], self.chunk):
+        for s in range(0, max(h.shape[0], 1), self.chunk):  # one (empty) chunk even at N = 0: backward must run
             # Recompute each chunk's logits in backward instead of keeping them: peak is one chunk.
             lp, en = torch.utils.checkpoint.checkpoint(
-                _chunk_logprobs, self.lm.lm_head, h[:, s : s + self.chunk], targets[:, s : s + self.chunk], entropy,
+                _chunk_logprobs, self.lm.lm_head, h[s : s + self.chunk], targets[s : s + self.chunk], entropy,
                 use_reentrant=False,
             )
             logps.append(lp)
             ents.append(en)
-        return torch.cat(logps, 1), (torch.cat(ents, 1) if entropy else None)  # (B, T-1)
+        zeros = h.new_zeros(keep.shape, dtype=torch.float)  # (B, T-1)
+        lp = zeros.masked_scatter(keep, torch.cat(logps))
+        return lp, zeros.masked_scatter(keep, torch.cat(ents)) if entropy else None
 
 
 def _chunk_logprobs(head, h, targets, entropy: bool):
-    logits = head(h).float()  # (B, t, V)
+    logits = head(h).float()  # (N, V)
     logz = torch.logsumexp(logits, -1)
     lp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
     if not entropy:
         return lp, lp.new_zeros(())
     p = torch.softmax(logits, -1)
     return lp, logz - (p * logits).sum(-1)
+
+
+@functools.cache
+def cpu_bf16_is_fast() -> bool:
+    """Whether this CPU multiplies bf16 matrices clearly faster than fp32 (AMX, AVX512-BF16). Elsewhere
+    oneDNN emulates bf16, and autocast would only add casts. Measured once, in milliseconds: with AMX
+    a warm bf16 matmul takes 0.27x the fp32 time here, the first calls about 0.55x, hence the warm-up."""
+    a = torch.randn(768, 768)
+
+    def best(x):
+        for _ in range(3):  # warm-up: oneDNN picks and JIT-compiles its kernel on the first calls
+            x @ x
+        times = []
+        for _ in range(10):
+            t = time.perf_counter()
+            x @ x
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    return best(a.bfloat16()) < 0.6 * best(a)
+
+
+def cpu_autocast(cfg: Config, device: torch.device) -> bool:
+    return device.type == "cpu" and cfg.dtype == "auto" and cpu_bf16_is_fast()
 
 
 def build_learner(lm, cfg: Config, device: torch.device, world: int) -> Policy:
@@ -265,7 +307,7 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int) -> Policy:
     # Dropout is 0 in Qwen2 / SmolLM2, so train() changes nothing else.
     lm.train()
     lm.config.use_cache = False
-    policy = Policy(lm.float().to(device), cfg.logprob_chunk)
+    policy = Policy(lm.float().to(device), cfg.logprob_chunk, cpu_autocast(cfg, device))
     mesh = init_device_mesh(device.type, (world,))
     bf16 = cfg.dtype == "bfloat16" or (cfg.dtype == "auto" and device.type == "cuda")
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else None
@@ -315,53 +357,84 @@ def pad_batch(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], device):
 
 @torch.no_grad()
 def score(policy: Policy, batches) -> list[torch.Tensor]:
-    return [policy(ids, attn)[0].float() for ids, attn, *_ in batches]
+    """Log-probs (B, T-1) of each micro-batch under `policy`, at its loss-mask positions."""
+    return [policy(ids, attn, mask=mask)[0].float() for ids, attn, mask, *_ in batches]
+
+
+def micro_batches(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], cfg: Config, device) -> list:
+    """Padded micro-batches of one rank's trajectories. With micro_batch_tokens (verl's dynamic batch
+    size) the sequences are sorted by length and packed greedily while B x T_max <= the budget, so a
+    long sequence never pads many short ones; otherwise micro_batch_size sequences each, in order."""
+    order = list(range(len(trajs)))
+    if cfg.micro_batch_tokens:
+        order.sort(key=lambda i: -len(trajs[i].token_ids))
+        parts: list[list[int]] = []
+        for i in order:  # longest first, so parts[-1][0] is the longest of the current part
+            if not parts or (len(parts[-1]) + 1) * len(trajs[parts[-1][0]].token_ids) > cfg.micro_batch_tokens:
+                parts.append([])
+            parts[-1].append(i)
+    else:
+        parts = [order[i : i + cfg.micro_batch_size] for i in range(0, len(order), cfg.micro_batch_size)]
+    return [pad_batch([trajs[i] for i in p], [advs[i] for i in p], device) for p in parts]
 
 
 def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
-    """One optimizer step on this rank's trajectories. Returns metrics averaged over micro-batches.
-    Every rank must call this (FSDP collectives), even with no trajectories of its own."""
-    mb = cfg.micro_batch_size
-    batches = [pad_batch(trajs[i : i + mb], advs[i : i + mb], device) for i in range(0, len(trajs), mb)]
-    local_tokens = sum(float(b[2].sum()) for b in batches)
-    global_tokens = torch.tensor(local_tokens, device=device)
-    dist.all_reduce(global_tokens)
-    n_seqs = torch.tensor(float(len(trajs)), device=device)
-    dist.all_reduce(n_seqs)
+    """ppo_epochs x ppo_mini_batches optimizer steps on this rank's trajectories. Returns metrics
+    averaged over tokens and steps. Every rank must call this (FSDP collectives), even with no
+    trajectories of its own.
+
+    Each rank splits its trajectories into ppo_mini_batches contiguous parts; part k of every rank
+    forms the global mini-batch of step k, its loss normalized by that mini-batch's global token
+    count. With one step per batch the old log-probs are the current ones (old = logp.detach(),
+    ratio 1 with its gradient), so the separate old-log-prob forward runs only for several steps."""
+    n_mini = cfg.ppo_mini_batches
+    cut = [len(trajs) * k // n_mini for k in range(n_mini + 1)]
+    minis = [micro_batches(trajs[cut[k] : cut[k + 1]], advs[cut[k] : cut[k + 1]], cfg, device) for k in range(n_mini)]
+    sizes = torch.tensor([[sum(float(b[2].sum()) for b in mb) for mb in minis],  # response tokens
+                          [float(cut[k + 1] - cut[k]) for k in range(n_mini)]], device=device)  # sequences
+    dist.all_reduce(sizes)
+    global_tokens, n_seqs = sizes.tolist()  # per mini-batch, whole world
     # Ranks must run the same number of forward/backward passes (FSDP collectives): pad with
     # empty micro-batches that contribute zero loss.
-    n_local = torch.tensor(len(batches), device=device)
+    n_local = torch.tensor([len(mb) for mb in minis], device=device)
     dist.all_reduce(n_local, op=dist.ReduceOp.MAX)
     dummy = envlib.Trajectory(task_id="", token_ids=[0, 0], loss_mask=[0, 0])
-    while len(batches) < int(n_local):
-        batches.append(pad_batch([dummy], [torch.zeros(2)], device))
+    for mb, n in zip(minis, n_local.tolist()):
+        mb += [pad_batch([dummy], [torch.zeros(2)], device) for _ in range(n - len(mb))]
 
-    old = score(policy, batches)
-    refs = score(ref, batches) if ref is not None else [None] * len(batches)
+    n_steps = cfg.ppo_epochs * n_mini
+    olds = [score(policy, mb) for mb in minis] if n_steps > 1 else None  # once, before any step
+    refs = [score(ref, mb) for mb in minis] if ref is not None else None
     lcfg = loss_config(cfg)
-    opt.zero_grad(set_to_none=True)
     metrics: dict[str, float] = {}
-    mismatch, sampler_kl, mismatch_n = 0.0, 0.0, 0.0
-    for (ids, attn, mask, adv, slp), old_lp, ref_lp in zip(batches, old, refs):
-        has_slp = bool((slp != 0).any())
-        if has_slp:
-            mismatch += float(((old_lp - slp).abs() * mask).sum())
-            # KL(sampler || learner) estimated on the sampler's own tokens: E_sampler[log s - log l].
-            sampler_kl += float(((slp - old_lp) * mask).sum())
-            mismatch_n += float(mask.sum())
-            if cfg.tis_cap > 0:  # truncated importance sampling: sampler != learner numerics
-                adv = adv * torch.exp(old_lp - slp).clamp(max=cfg.tis_cap)
-        logp, ent = policy(ids, attn, entropy=cfg.entropy_coef > 0)
-        loss, m = didpo.policy_loss(logp, old_lp, adv, mask, lcfg, ref_logp=ref_lp, entropy=ent,
-                                    global_tokens=float(global_tokens), global_seqs=float(n_seqs))
-        loss.backward()
-        w = float(mask.sum()) / max(float(global_tokens), 1.0)
-        for k, v in m.items():
-            if k not in ("loss", "tokens"):  # token-weighted means; the loss itself is already a global sum
-                metrics[k] = metrics.get(k, 0.0) + float(v) * w
-        metrics["loss"] = metrics.get("loss", 0.0) + float(loss.detach())
-    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
-    opt.step()
+    mismatch, sampler_kl, mismatch_n, norms = 0.0, 0.0, 0.0, []
+    for epoch in range(cfg.ppo_epochs):
+        for k, batches in enumerate(minis):
+            opt.zero_grad(set_to_none=True)
+            for j, (ids, attn, mask, adv, slp) in enumerate(batches):
+                logp, ent = policy(ids, attn, entropy=cfg.entropy_coef > 0, mask=mask)
+                old_lp = olds[k][j] if olds else logp.detach()
+                has_slp = bool((slp != 0).any())
+                if has_slp and epoch == 0:  # each token once
+                    mismatch += float(((old_lp - slp).abs() * mask).sum())
+                    # KL(sampler || learner) estimated on the sampler's own tokens: E_sampler[log s - log l].
+                    sampler_kl += float(((slp - old_lp) * mask).sum())
+                    mismatch_n += float(mask.sum())
+                if has_slp and cfg.tis_cap > 0:  # truncated importance sampling: sampler != learner numerics
+                    adv = adv * torch.exp(old_lp - slp).clamp(max=cfg.tis_cap)
+                loss, m = didpo.policy_loss(logp, old_lp, adv, mask, lcfg, ref_logp=refs[k][j] if refs else None,
+                                            entropy=ent, global_tokens=max(global_tokens[k], 1.0),
+                                            global_seqs=max(n_seqs[k], 1.0))  # 1: a mini-batch may be empty
+                loss.backward()
+                w = float(mask.sum()) / max(global_tokens[k], 1.0) / n_steps
+                for key, v in m.items():
+                    if key not in ("loss", "tokens"):  # token-weighted means; the loss is already a global sum
+                        metrics[key] = metrics.get(key, 0.0) + float(v) * w
+                metrics["loss"] = metrics.get("loss", 0.0) + float(loss.detach()) / n_steps
+            norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+            norms.append(float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm))
+            opt.step()
+    grad_norm = sum(norms) / n_steps
     metrics["grad_norm"] = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
     metrics["sampler_abs_dlogp"] = mismatch / mismatch_n if mismatch_n else 0.0
     metrics["sampler_kl"] = sampler_kl / mismatch_n if mismatch_n else 0.0

@@ -10,11 +10,12 @@ travel) and goes through train.build_learner exactly as in training: FSDP2 on on
 fp32 master weights, activation checkpointing, fused AdamW. Two measurements:
 
 1. Update step = train.learn on synthetic trajectories (B sequences x T tokens, the last 3/4 of each
-   on the loss mask, random advantages): old log-probs (no-grad forward), forward + backward per
-   micro-batch, grad clip, optimizer step. tokens/s = B*T / seconds per step (mean over --steps
-   after one warm-up step); MFU = 6 * N * tokens/s / peak, N = parameter count (tied embedding
-   once: it is also the lm_head matmul). 6N ignores attention FLOPs, the old-log-prob forward (2N)
-   and the checkpointing recompute (2N), so the hardware does about 10/6 of what MFU credits.
+   on the loss mask, random advantages): forward + backward per micro-batch of --micro-batch
+   sequences (one optimizer step per batch, so no separate old-log-prob forward), grad clip,
+   optimizer step. tokens/s = B*T / seconds per step (mean over --steps after one warm-up step);
+   MFU = 6 * N * tokens/s / peak, N = parameter count (tied embedding once: it is also the lm_head
+   matmul). 6N ignores attention FLOPs and the checkpointing recompute (2N), so the hardware does
+   about 8/6 of what MFU credits.
 2. Peak memory of one forward + backward through train.Policy (chunked lm_head, log-probs and
    entropy) on one --mem-seq-token sequence, against the textbook pass that keeps full (T, V) fp32
    logits for backward, on the same sharded model. Peak = most memory allocated during the pass
@@ -187,7 +188,7 @@ def main(argv=None) -> int:
     if a.layers:
         shape["num_hidden_layers"] = a.layers
     cfg = train.Config(dtype="float32" if a.smoke else "bfloat16", activation_checkpointing=True,
-                       micro_batch_size=a.micro_batch, logprob_chunk=64 if a.smoke else 1024)
+                       micro_batch_size=a.micro_batch, micro_batch_tokens=0, logprob_chunk=64 if a.smoke else 1024)
     torch.manual_seed(0)
     # Random init directly on the device: no fp32 host copy of the 1.5B weights, and the init runs there.
     # Built in train mode (rollout.load_model returns eval()): HF checkpoints layers only when training.

@@ -1,9 +1,10 @@
 """Run one `train.learn` step on fixed trajectories; write the updated parameters.
 
-    python tests/dist_learn.py OUT.pt MICRO                     # one process
-    torchrun --nproc_per_node 2 tests/dist_learn.py OUT.pt MICRO  # two gloo processes
+    python tests/dist_learn.py OUT.pt MICRO [TOKENS]                     # one process
+    torchrun --nproc_per_node 2 tests/dist_learn.py OUT.pt MICRO [TOKENS]  # two gloo processes
 
-Used by test_train.py: the update must not depend on world size or micro-batch size.
+MICRO sequences per micro-batch, or with TOKENS > 0 micro-batches by token budget. fp32: the
+update must not depend on world size, micro-batch size or token budget beyond rounding.
 """
 
 import sys
@@ -33,9 +34,10 @@ def fixed_batch(vocab: int, n: int = 6, seed: int = 0):
 
 
 if __name__ == "__main__":
-    out, micro = sys.argv[1], int(sys.argv[2])
+    out, micro, tokens = sys.argv[1], int(sys.argv[2]), int((sys.argv[3:] or [0])[0])
     rank, world, device = train.init()
-    cfg = train.Config(micro_batch_size=micro, lr=1.0, entropy_coef=0.01, logprob_chunk=5)
+    cfg = train.Config(micro_batch_size=micro, micro_batch_tokens=tokens, dtype="float32", lr=1.0, entropy_coef=0.01,
+                       logprob_chunk=5)
     lm = build_tiny_model(600)
     policy = train.build_learner(lm, cfg, device, world)
     # SGD, so the update is exactly -lr * grad: Adam's per-element normalization would turn

@@ -17,13 +17,13 @@ def _run(args, **kw):
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600, **kw)
 
 
-def _learn(tmp_path, world: int, micro: int) -> dict:
-    out = tmp_path / f"w{world}_m{micro}.pt"
+def _learn(tmp_path, world: int, micro: int, tokens: int = 0) -> dict:
+    out = tmp_path / f"w{world}_m{micro}_t{tokens}.pt"
     if world == 1:
-        cmd = [PY, "tests/dist_learn.py", str(out), str(micro)]
+        cmd = [PY, "tests/dist_learn.py", str(out), str(micro), str(tokens)]
     else:
         cmd = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
-               "tests/dist_learn.py", str(out), str(micro)]
+               "tests/dist_learn.py", str(out), str(micro), str(tokens)]
     r = _run(cmd)
     assert r.returncode == 0, r.stderr[-3000:]
     return torch.load(out)
@@ -36,9 +36,13 @@ def test_update_invariant_to_world_size_and_micro_batches(tmp_path):
     a = _learn(tmp_path, 1, 6)
     b = _learn(tmp_path, 1, 1)
     c = _learn(tmp_path, 2, 2)
+    # Token budgets (lengths 12..37): 40 packs only 17+12; at 50 rank 0 (12, 22, 32) needs two
+    # micro-batches and rank 1 (17, 27, 37) three, so rank 0 runs an empty one.
+    d = _learn(tmp_path, 1, 1, tokens=40)
+    e = _learn(tmp_path, 2, 1, tokens=50)
     changed = max((a["params"][n] - before[n]).abs().max().item() for n in before)
     assert changed > 1e-4  # the step really moved the parameters
-    for other in (b, c):
+    for other in (b, c, d, e):
         for n in a["params"]:
             torch.testing.assert_close(other["params"][n], a["params"][n], rtol=0, atol=2e-6)
         assert other["metrics"]["loss"] == pytest.approx(a["metrics"]["loss"], abs=1e-6)
@@ -54,11 +58,46 @@ def test_chunked_logprobs_match_full_logits(tiny_model, tiny_tokenizer):
     full = torch.log_softmax(tiny_model(ids).logits[:, :-1], -1)  # (B, T-1, V)
     want = full.gather(-1, ids[:, 1:, None]).squeeze(-1)
     want_ent = -(full.exp() * full).sum(-1)
-    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(logprob_chunk=7), device, world)
+    cfg = train.Config(logprob_chunk=7, dtype="float32")
+    policy = train.build_learner(copy.deepcopy(tiny_model), cfg, device, world)
     with torch.no_grad():
         lp, ent = policy(ids, torch.ones_like(ids), entropy=True)
     torch.testing.assert_close(lp, want, atol=1e-5, rtol=0)
     torch.testing.assert_close(ent, want_ent, atol=1e-5, rtol=0)
+
+
+def test_micro_batches_by_token_budget():
+    import train
+    from env import Trajectory
+
+    trajs = [Trajectory(task_id="t", token_ids=[1] * n, loss_mask=[0] + [1] * (n - 1)) for n in (12, 37, 22, 17, 12)]
+    advs = [torch.zeros(len(t.token_ids)) for t in trajs]
+    cfg = train.Config(micro_batch_tokens=40)
+    # Longest first; a part grows while (its sequences + 1) x its longest <= 40:
+    # 2 x 37 and 2 x 22 do not fit, 2 x 17 = 34 does, 3 x 17 = 51 does not.
+    got = [tuple(int(n) for n in b[1].sum(1)) for b in train.micro_batches(trajs, advs, cfg, "cpu")]
+    assert got == [(37,), (22,), (17, 12), (12,)]
+    one = train.micro_batches(trajs, advs, train.Config(micro_batch_tokens=10), "cpu")  # each alone, never dropped
+    assert sorted(int(b[1].sum()) for b in one) == [12, 12, 17, 22, 37]
+    by_count = train.micro_batches(trajs, advs, train.Config(micro_batch_tokens=0, micro_batch_size=2), "cpu")
+    assert [tuple(int(n) for n in b[1].sum(1)) for b in by_count] == [(12, 37), (22, 17), (12,)]
+
+
+def test_cpu_bf16_autocast_keeps_fp32_weights_and_close_logprobs(tiny_model, tiny_tokenizer):
+    import copy
+
+    import train
+
+    rank, world, device = train.init()
+    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(dtype="float32"), device, world)
+    ids = torch.tensor([tiny_tokenizer.encode("def add(a, b):\n    return a + b\n" * 4)])
+    fp32, _ = policy(ids, torch.ones_like(ids))
+    policy.autocast = True  # what dtype auto picks on a CPU with fast bf16
+    lp, _ = policy(ids, torch.ones_like(ids))
+    lp.sum().backward()
+    assert all(p.dtype == torch.float32 and p.grad.dtype == torch.float32 for p in policy.parameters())
+    diff = (lp - fp32).abs()
+    assert 0 < diff.max() < 0.05 and diff.mean() < 0.01  # bf16 really ran, and stayed close
 
 
 def _train(tmp_path, tiny_model_dir, out, *extra, env=None):
@@ -124,6 +163,8 @@ def test_sigkill_mid_run_then_resume(tmp_path, tiny_model_dir):
     (["--model", "no-such-model"], "unknown model"),
     (["--algo", "ppo"], "--algo"),
     (["--config", "missing.yaml"], "does not exist"),
+    (["--ppo-epochs", "0"], "--ppo-epochs"),
+    (["--micro-batch-tokens", "-1"], "--micro-batch-tokens"),
 ])
 def test_cli_rejects_bad_input_in_one_line(args, needle):
     r = _run([PY, "train.py", *args])
@@ -169,7 +210,7 @@ def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, ti
     import train
 
     rank, world, device = train.init()
-    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(), device, world)
+    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(dtype="float32"), device, world)
     with torch.no_grad():  # move the weights off the fixture's, so the export has something to carry
         for p in policy.parameters():
             p.add_(0.01 * torch.randn_like(p))

@@ -1,0 +1,128 @@
+"""One training step of the embedded default on CPU: today's update against the new one, same run.
+
+    python bench/step.py                      # rollout of the embedded default, then both updates
+    python bench/step.py --base c6ef4fc       # the baseline: train.py as of this git revision
+    python bench/step.py --tasks-per-step 1   # smaller, for a quick look
+
+One real rollout (the HF sampler, the embedded default's settings: 2 tasks x G 4, 2 turns of 128
+tokens) gives the trajectories and advantages, as `train.py` would. Then, from the same weights:
+  base: `learn` of train.py at --base (fp32, 4 sequences per micro-batch, a separate old-log-prob
+        forward, the lm_head over every position), loaded from git;
+  new:  `learn` of the working tree with the embedded default's Config (old = current log-probs with
+        one step per batch, bf16 autocast where the CPU has fast bf16, micro-batches by token
+        budget, the lm_head only at loss-mask positions);
+  new fp32: the same with dtype float32, to show what autocast adds.
+It prints each update's seconds and their ratio, the step (rollout + advantages + update) both
+ways, and how far the new path's log-probs are from fp32's on the response tokens. Timings on a
+shared machine are noisy; the ratio is measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import importlib.util
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+import didpo  # noqa: E402
+import rollout  # noqa: E402
+import tasks as tasklib  # noqa: E402
+import train  # noqa: E402
+
+
+def load_base(rev: str):
+    """train.py at git revision `rev`, imported as its own module beside the working tree's."""
+    r = subprocess.run(["git", "show", f"{rev}:train.py"], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f"error: --base {rev}: git cannot show train.py there ({r.stderr.strip()}); pass a revision")
+    path = Path(tempfile.mkdtemp()) / "train_base.py"
+    path.write_text(r.stdout)
+    spec = importlib.util.spec_from_file_location("train_base", path)
+    mod = sys.modules["train_base"] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base", default="c6ef4fc", help="git revision whose train.learn is the baseline")
+    ap.add_argument("--tasks-per-step", type=int, default=train.Config.tasks_per_step)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    base = load_base(a.base)
+    cfg = train.Config(tasks_per_step=a.tasks_per_step, seed=a.seed)
+    rank, world, device = train.init()
+    if world != 1:
+        sys.exit("error: bench/step.py measures one process; run it without torchrun")
+
+    # The rollout, as train.train does it for step 1.
+    keep = set(cfg.difficulty.split(","))
+    all_tasks = [t for t in tasklib.load(str(ROOT / cfg.tasks))
+                 if not cfg.difficulty or t.meta.get("difficulty") in keep]
+    random.Random(cfg.seed).shuffle(all_tasks)
+    lm, tok = rollout.load_model(cfg.model)
+    sampler = train.make_sampler(cfg, rollout.resolve(cfg.model), lm, tok, device)
+    torch.manual_seed(cfg.seed * 100003)
+    acfg = train.adv_config(cfg)
+    times: dict = {}
+    t = time.perf_counter()
+    groups, _, _ = train.rollout_step(all_tasks, sampler, tok, cfg, 0, cfg.tasks_per_step, acfg, times)
+    t_rollout = time.perf_counter() - t
+    t = time.perf_counter()
+    trajs, advs = [], []
+    for g in groups:
+        advs += didpo.compute_advantages(g, acfg)
+        trajs += g
+    t_adv = time.perf_counter() - t
+    lens = sorted(len(tr.token_ids) for tr in trajs)
+    resp = sum(sum(tr.loss_mask) for tr in trajs)
+    print(f"step.py: {len(trajs)} trajectories, tokens {lens}, {resp} response tokens; "
+          f"rollout {t_rollout:.1f}s (generate {times.get('generate_s', 0):.1f}s)")
+
+    # Both learners from the same weights, AdamW as in train.py.
+    base_cfg = base.Config(tasks_per_step=a.tasks_per_step, seed=a.seed)
+    fp32_cfg = dataclasses.replace(cfg, dtype="float32")  # the new path without autocast: what bf16 adds
+    policies = {"base": base.build_learner(copy.deepcopy(lm), base_cfg, device, world),
+                "new": train.build_learner(copy.deepcopy(lm), cfg, device, world),
+                "new fp32": train.build_learner(copy.deepcopy(lm), fp32_cfg, device, world)}
+    print(f"new path: bf16 autocast {policies['new'].autocast}, micro_batch_tokens {cfg.micro_batch_tokens}, "
+          f"one step per batch: old log-probs = current")
+
+    # Log-prob agreement of the new path with fp32 on the response tokens (before any update).
+    batches = train.micro_batches(trajs, advs, cfg, device)
+    fp32 = base.score(policies["base"], batches)
+    new = train.score(policies["new"], batches)
+    diff = torch.cat([(n - f)[b[2].bool()] for n, f, b in zip(new, fp32, batches)]).abs()
+    print(f"log-probs, new vs fp32 on {diff.numel()} response tokens: mean |d| {diff.mean():.4f}, "
+          f"max |d| {diff.max():.4f}")
+
+    secs, metrics = {}, {}
+    for name, mod, c in (("base", base, base_cfg), ("new", train, cfg), ("new fp32", train, fp32_cfg)):
+        policy = policies[name]
+        opt = torch.optim.AdamW(policy.parameters(), lr=c.lr, weight_decay=c.weight_decay)
+        t = time.perf_counter()
+        metrics[name] = mod.learn(policy, opt, trajs, advs, c, device)
+        secs[name] = time.perf_counter() - t
+        print(f"update {name}: {secs[name]:.1f}s  loss {metrics[name]['loss']:+.5f}  "
+              f"grad_norm {metrics[name]['grad_norm']:.4f}", flush=True)
+    rest = t_rollout + t_adv
+    print(f"update: base {secs['base']:.1f}s, new {secs['new']:.1f}s, ratio {secs['base'] / secs['new']:.2f}x "
+          f"(new in fp32: {secs['new fp32']:.1f}s, ratio {secs['base'] / secs['new fp32']:.2f}x)")
+    print(f"step (rollout + advantages + update): base {rest + secs['base']:.1f}s, new {rest + secs['new']:.1f}s, "
+          f"ratio {(rest + secs['base']) / (rest + secs['new']):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
