@@ -361,12 +361,18 @@ class VLLMSampler(_Awake):
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Stream (name, tensor) pairs, Hugging Face names, into the engine's model, without disk.
 
-        The worker's `reload_weights` consumes the iterator lazily, one tensor at a time (so the
-        learner can gather FSDP shards layer by layer), and maps HF names onto vLLM's fused
-        layers (q/k/v -> qkv_proj, tied lm_head). The prefix cache holds KV computed with the
-        old weights, so it is dropped.
+        The worker's `reload_weights` (vLLM's in-place layerwise reload) consumes the iterator
+        lazily, one tensor at a time (so the learner can gather FSDP shards layer by layer), runs
+        the model's own `load_weights` (HF names onto fused layers: q/k/v -> qkv_proj), copies
+        the results into the existing parameters and redoes each loaded layer's kernel
+        processing (on CPU: the prepacked oneDNN / sgl GEMM weights). A tied lm_head receives no
+        tensor of its own: its parameter is the embedding's, refreshed in place, but the reload
+        skips its processing, so on CPU the head would keep computing with the packed copy of
+        the old weights; `_refresh_tied_head` redoes it. The prefix cache holds KV computed with
+        the old weights, so it is dropped.
         """
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors)})
+        self.llm.apply_model(_refresh_tied_head)
         self.llm.reset_prefix_cache()
 
     def sleep(self) -> None:
@@ -378,6 +384,17 @@ class VLLMSampler(_Awake):
         if self.can_sleep:
             self.llm.wake_up()
         self.asleep = False
+
+
+def _refresh_tied_head(model: torch.nn.Module) -> None:
+    """Inside the engine: keep a tied lm_head tied to the embedding, and redo its kernel processing."""
+    config = getattr(model, "config", None)
+    if not getattr(config, "tie_word_embeddings", False) or not hasattr(model, "lm_head"):
+        return
+    head, emb = model.lm_head, model.model.embed_tokens
+    if head.weight is not emb.weight:
+        raise RuntimeError("vLLM's lm_head lost its tie to the embeddings during a weight reload")
+    head.quant_method.process_weights_after_loading(head)
 
 
 class ScriptedSampler(_Awake):

@@ -593,7 +593,9 @@ class Logger:
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
         # On CPU, eager mode: torch.compile of the model takes minutes on a laptop's cores.
-        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed, gpu_memory_utilization=cfg.gpu_memory_utilization,
+        # seed + rank: data-parallel engines sharing a seed would sample alike for unseeded requests.
+        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(),
+                                   gpu_memory_utilization=cfg.gpu_memory_utilization,
                                    max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu")
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
     return rollout.HFSampler(copy.deepcopy(lm).to(device).eval(), tokenizer)
