@@ -48,4 +48,7 @@ if __name__ == "__main__":
     params = {n: t.clone() for n, t in train.full_named_parameters(policy)}
     if rank == 0:
         torch.save({"params": params, "metrics": m}, out)
+    # Both ranks leave together: a rank that tears gloo down while its peer still holds the pair
+    # open can abort the peer ("terminate called without an active exception"), seen under load.
+    dist.barrier()
     dist.destroy_process_group()
