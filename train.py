@@ -541,10 +541,13 @@ def export(policy, tokenizer, out: Path, dtype: torch.dtype = torch.float32) -> 
     sd = get_model_state_dict(policy.lm, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     if dist.get_rank() == 0:
         sd = {k: v.to(dtype) if v.is_floating_point() else v for k, v in sd.items()}
-        policy.lm.config.dtype = policy.lm.config.torch_dtype = dtype
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         policy.lm.save_pretrained(tmp, state_dict=sd)
+        # save_pretrained records the module's parameter dtype (the fp32 master weights): say what the file holds.
+        config = copy.deepcopy(policy.lm.config)
+        config.torch_dtype = config.dtype = dtype
+        config.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)

@@ -2,8 +2,10 @@
 
     python tests/dist_learn.py OUT.pt MICRO                     # one process
     torchrun --nproc_per_node 2 tests/dist_learn.py OUT.pt MICRO  # two gloo processes
+    torchrun --nproc_per_node 3 tests/dist_learn.py OUT.pt MICRO uneven  # rank 0 rolled out 5, rank 1 one, rank 2 none
 
-Used by test_train.py: the update must not depend on world size or micro-batch size.
+Used by test_train.py: the update must not depend on world size or micro-batch size, nor on
+which rank rolled out which trajectories (train.spread hands each rank its share first).
 """
 
 import sys
@@ -34,6 +36,7 @@ def fixed_batch(vocab: int, n: int = 6, seed: int = 0):
 
 if __name__ == "__main__":
     out, micro = sys.argv[1], int(sys.argv[2])
+    uneven = sys.argv[3:] == ["uneven"]
     rank, world, device = train.init()
     cfg = train.Config(micro_batch_size=micro, lr=1.0, entropy_coef=0.01, logprob_chunk=5)
     lm = build_tiny_model(600)
@@ -42,7 +45,11 @@ if __name__ == "__main__":
     # fp32 noise in near-zero gradients into full-size steps and hide what is being compared.
     opt = torch.optim.SGD(policy.parameters(), lr=cfg.lr)
     trajs, advs = fixed_batch(600)
-    m = train.learn(policy, opt, trajs[rank::world], advs[rank::world], cfg, device)
+    if uneven:  # rollout shares as the ranks might have them: one rank all but one, the last idle
+        mine = {0: slice(0, 5), 1: slice(5, 6)}.get(rank, slice(0, 0))
+        m = train.learn(policy, opt, *train.spread(trajs[mine], advs[mine], rank, world), cfg, device)
+    else:
+        m = train.learn(policy, opt, trajs[rank::world], advs[rank::world], cfg, device)
     params = {n: t.clone() for n, t in train.full_named_parameters(policy)}
     if rank == 0:
         torch.save({"params": params, "metrics": m}, out)
