@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 ALGOS = ("grpo", "gigpo", "didpo")
 BASELINES = ("contrast", "group_mean")
 NORMS = ("mean_norm", "mean_std_norm")
+COVERAGE = "token_coverage"  # stats key: share of response tokens inside some anchor's diff region
 
 
 @dataclass
@@ -220,7 +221,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
         token_adv.append(torch.from_numpy(mask * (episode[i] + cfg.lam * diff[i])))  # [T], 0 off the mask
         n_resp += int(mask.sum())
         covered += int(((owner[i] >= 0) & (mask > 0)).sum())
-    info.update({"token_coverage": covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
+    info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
     if stats is not None:
         stats.update(info)
     return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, info)

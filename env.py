@@ -143,6 +143,7 @@ class EnvConfig:
     feedback_chars: int = 1000          # each of input / expected / actual / stderr is cut to this
     grade_mode: str = "judge"           # sandbox.grade mode: "judge" or "lcb"
     limits: sandbox.Limits | None = None
+    sandbox_workers: int | None = None  # parallel grading processes; None: one per core (train.py divides by ranks)
     # token budgets (enforced by the rollout loop, which owns the tokens)
     max_response_tokens: int = 512
     max_total_tokens: int = 8192 + 4096

@@ -133,14 +133,19 @@ def resolve(name: str) -> str:
     )
 
 
-def load_model(name: str, dtype: torch.dtype | None = None, device: str | torch.device = "cpu"):
-    """Return (model, tokenizer) for `name` (see the module docstring for accepted forms)."""
+def load_model(name: str, dtype: torch.dtype | str | None = None, device: str | torch.device = "cpu"):
+    """Return (model, tokenizer) for `name` (see the module docstring for accepted forms).
+    dtype "auto" keeps the checkpoint's stored dtype."""
     path = resolve(name)
-    tok = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
+    return model.to(device).eval(), load_tokenizer(path)
+
+
+def load_tokenizer(name: str):
+    tok = transformers.AutoTokenizer.from_pretrained(resolve(name))
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
-    return model.to(device).eval(), tok
+    return tok
 
 
 # ---------------------------------------------------------------------------
@@ -148,7 +153,7 @@ def load_model(name: str, dtype: torch.dtype | None = None, device: str | torch.
 #
 #   generate(prompts: list[list[int]], sampling) -> list[Sample]    (input order)
 #   load_weights(named_tensors)                                     (the learner -> sampler boundary)
-#   sleep() / wake()                                                (free / retake accelerator memory)
+#   sleep() / wake(tags=None)                                       (free / retake accelerator memory)
 # ---------------------------------------------------------------------------
 
 log = logging.getLogger("didpo.rollout")
@@ -295,8 +300,8 @@ class HFSampler(_Awake):
         # the learner's own, so there is nothing to free; the flag still catches a missing wake().
         self.asleep = True
 
-    def wake(self) -> None:
-        self.asleep = False
+    def wake(self, tags: list[str] | None = None) -> None:
+        self.asleep = not _fully_woken(tags)
 
 
 class VLLMSampler(_Awake):
@@ -380,10 +385,12 @@ class VLLMSampler(_Awake):
             self.llm.sleep(level=self.sleep_level)
         self.asleep = True
 
-    def wake(self) -> None:
+    def wake(self, tags: list[str] | None = None) -> None:
+        """tags=["weights"] then ["kv_cache"]: the trainer syncs weights and frees its cache in between,
+        so the KV cache is allocated into memory the learner has given back."""
         if self.can_sleep:
-            self.llm.wake_up()
-        self.asleep = False
+            self.llm.wake_up(tags)
+        self.asleep = not _fully_woken(tags)
 
 
 def _refresh_tied_head(model: torch.nn.Module) -> None:
@@ -451,8 +458,13 @@ class ScriptedSampler(_Awake):
     def sleep(self) -> None:
         self.asleep = True
 
-    def wake(self) -> None:
-        self.asleep = False
+    def wake(self, tags: list[str] | None = None) -> None:
+        self.asleep = not _fully_woken(tags)
+
+
+def _fully_woken(tags: list[str] | None) -> bool:
+    """wake(tags) in stages, as vLLM's wake_up: the sampler may generate once the KV cache is back."""
+    return tags is None or "kv_cache" in tags
 
 
 # ---------------------------------------------------------------------------
@@ -531,7 +543,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
                 sampled += len(s.token_ids)
             todo = [j for j in jobs if j is not None]
             t = time.time()
-            verdicts = iter(sandbox.grade_many(todo) if todo else [])
+            verdicts = iter(sandbox.grade_many(todo, env_cfg.sandbox_workers) if todo else [])
             stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
             still = []
             for r, job in zip(live, jobs):
@@ -552,7 +564,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
             live = still
         bar.update(job_bar, description=f"grading {len(runs)} episodes")
         t = time.time()
-        finals = sandbox.grade_many([r.episode.final_job() for r in runs])
+        finals = sandbox.grade_many([r.episode.final_job() for r in runs], env_cfg.sandbox_workers)
         stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
     groups: list[list[env.Trajectory]] = [[] for _ in tasks]
     for k, (r, v) in enumerate(zip(runs, finals)):

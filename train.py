@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import functools
 import inspect
 import json
@@ -129,7 +130,7 @@ PRESETS = {
         dynamic_sampling=True, max_gen_batches=20, lr=1e-6, clip_low=0.2, clip_high=0.28, dual_clip=3.0,
         entropy_coef=0.001, grad_clip=1.0, loss_agg="token-mean", kl_coef=0.01, max_turns=8,
         max_response_tokens=4096, max_total_tokens=8192 + 4096, gpu_memory_utilization=0.7, steps=100,
-        micro_batch_size=1, temperature=1.0,
+        micro_batch_size=1, temperature=1.0, save_every=10,
     ),
 }
 PRESETS["Qwen/Qwen2.5-Coder-7B-Instruct"] = PRESETS["Qwen2.5-7B-Coder"]
@@ -190,31 +191,42 @@ def loss_config(cfg: Config) -> didpo.LossConfig:
 
 
 def env_config(cfg: Config) -> envlib.EnvConfig:
+    # Every rank grades at once: one worker per core each would oversubscribe the node by the local
+    # world size, and correct programs would hit the sandbox's wall-clock limit.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = max(1, cores // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
     return envlib.EnvConfig(max_turns=cfg.max_turns, reward=cfg.reward, invalid_penalty=cfg.invalid_penalty,
                             shaping_coef=cfg.shaping_coef, stop_when_public_pass=cfg.stop_when_public_pass,
-                            max_response_tokens=cfg.max_response_tokens, max_total_tokens=cfg.max_total_tokens)
+                            max_response_tokens=cfg.max_response_tokens, max_total_tokens=cfg.max_total_tokens,
+                            sandbox_workers=workers)
 
 
 # ----------------------------------------------------------------------------- distributed prologue
 
 
+# A rank with a short rollout waits in the next collective while the others still roll out (8 turns
+# x 4,096 tokens, sandbox runs, up to 20 DAPO batches): NCCL's default 10-minute watchdog would kill it.
+PG_TIMEOUT = datetime.timedelta(seconds=int(os.environ.get("DIDPO_PG_TIMEOUT_S", 4 * 3600)))
+
+
 def init() -> tuple[int, int, torch.device]:
     """rank, world, device. Without torchrun, a one-process group (gloo on CPU): the same code path."""
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    device = torch.device("cuda", local) if torch.cuda.is_available() else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     if not dist.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        # device_id binds NCCL's communicator to this rank's GPU at once (no guessing from the rank).
+        kw = dict(backend="nccl", device_id=device) if device.type == "cuda" else dict(backend="gloo")
         if "RANK" in os.environ:
-            dist.init_process_group(backend)
+            dist.init_process_group(timeout=PG_TIMEOUT, **kw)
         else:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]
-            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    if torch.cuda.is_available():
-        local = int(os.environ.get("LOCAL_RANK", 0))
-        torch.cuda.set_device(local)
-        return rank, world, torch.device("cuda", local)
-    return rank, world, torch.device("cpu")
+            dist.init_process_group(init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1, timeout=PG_TIMEOUT,
+                                    **kw)
+    return dist.get_rank(), dist.get_world_size(), device
 
 
 def print0(*args, **kwargs):
@@ -295,29 +307,81 @@ def cpu_autocast(cfg: Config, device: torch.device) -> bool:
     return device.type == "cpu" and cfg.dtype == "auto" and cpu_bf16_is_fast()
 
 
-def build_learner(lm, cfg: Config, device: torch.device, world: int) -> Policy:
-    """FSDP2: fully_shard each decoder layer, then the root. bf16 compute with fp32 master
-    weights and fp32 gradient reduction on GPU; plain fp32 on CPU."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+def compute_bf16(cfg: Config, device: torch.device) -> bool:
+    return cfg.dtype == "bfloat16" or (cfg.dtype == "auto" and device.type == "cuda")
 
-    if cfg.activation_checkpointing:
-        lm.activation_checkpointing_enable()
-    # load_model returns eval() models; transformers only checkpoints layers in training mode.
-    # Dropout is 0 in Qwen2 / SmolLM2, so train() changes nothing else.
-    lm.train()
-    lm.config.use_cache = False
-    policy = Policy(lm.float().to(device), cfg.logprob_chunk, cpu_autocast(cfg, device))
+
+def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False,
+                  config=None) -> Policy:
+    """FSDP2 over a model built on the meta device; the weights come from rank 0.
+
+    lm: the full model on rank 0 (any dtype: values are copied, upcast exactly); ignored on other
+    ranks (pass None and `config`). No rank ever holds a full fp32 copy on the GPU: every rank builds
+    an empty shell on the meta device, shards it (fully_shard each decoder layer, then the root),
+    allocates only its shards, and receives rank 0's tensors one at a time by broadcast, keeping its
+    slice (set_model_state_dict(full_state_dict, broadcast_from_rank0)). Non-persistent buffers
+    (rotary inv_freq) are outside the state dict and are broadcast separately.
+
+    The policy keeps fp32 master weights, bf16 compute and fp32 gradient reduction on GPU (plain
+    fp32 on CPU). frozen=True is the KL reference: stored in the compute dtype, no gradients, its
+    shards offloaded to host memory on GPU (it runs one no-grad forward per step), resharded after
+    each forward so its full layers never outlive the pass.
+    """
+    import transformers
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+
+    rank = dist.get_rank()
+    config = config if config is not None else lm.config
+    bf16 = compute_bf16(cfg, device)
+    store = torch.bfloat16 if frozen and bf16 else torch.float32
+    offload = frozen and device.type == "cuda"
+    with torch.device("meta"):
+        shell = transformers.AutoModelForCausalLM.from_config(config).to(store)
+    if cfg.activation_checkpointing and not frozen:
+        # activation_checkpointing_enable() exists only in recent transformers (vLLM pins its own).
+        enable = getattr(shell, "activation_checkpointing_enable", None)
+        if enable is not None:
+            enable()
+        else:
+            shell.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    # transformers only checkpoints layers in training mode. Dropout is 0 in Qwen2 / SmolLM2,
+    # so train() changes nothing else.
+    shell.train(not frozen)
+    shell.config.use_cache = False
+    policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device))
     mesh = init_device_mesh(device.type, (world,))
-    bf16 = cfg.dtype == "bfloat16" or (cfg.dtype == "auto" and device.type == "cuda")
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else None
-    for layer in lm.model.layers:
-        fully_shard(layer, mesh=mesh, mp_policy=mp or MixedPrecisionPolicy())
-    fully_shard(policy, mesh=mesh, mp_policy=mp or MixedPrecisionPolicy())
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 \
+        else MixedPrecisionPolicy()
+    kw = dict(mesh=mesh, mp_policy=mp, offload_policy=CPUOffloadPolicy() if offload else OffloadPolicy())
+    for layer in shell.model.layers:
+        fully_shard(layer, **kw)
+    # The root keeps embedding / lm_head gathered after forward by default (backward follows at
+    # once); the reference has no backward, so it frees them.
+    fully_shard(policy, **kw, **({"reshard_after_forward": True} if frozen else {}))
+    # Every collective runs on the training device (NCCL takes CUDA tensors only), so the shards
+    # are allocated there and loaded; an offloaded reference moves to host memory afterwards.
+    policy.to_empty(device=device)
+    full = lm.state_dict() if rank == 0 else {}
+    set_model_state_dict(shell, full, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+    src = dict(lm.named_buffers()) if rank == 0 else {}
+    for name, buf in shell.named_buffers():
+        if rank == 0:
+            buf.copy_(src[name])
+        dist.broadcast(buf, 0)
+    del full, src
+    if offload:
+        policy.to("cpu")
+        for module in shell.modules():  # buffers stay on the GPU: they are inputs of the forward
+            for name, buf in module.named_buffers(recurse=False):
+                module._buffers[name] = buf.to(device)
+    if frozen:
+        return policy.requires_grad_(False).eval()
     # Sum gradients across ranks (the loss is already divided by the global token count). Plain
     # SUM collectives rather than NCCL's PREMUL_SUM, which gloo lacks; a factor of 1 costs nothing.
     # These setters act on one FSDP module's own parameter group, so set them on every one.
-    for module in [*lm.model.layers, policy]:
+    for module in [*shell.model.layers, policy]:
         module.set_gradient_divide_factor(1.0)
         module.set_force_sum_reduction_for_comms(True)
     return policy
@@ -427,23 +491,50 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
                                             global_seqs=max(n_seqs[k], 1.0))  # 1: a mini-batch may be empty
                 loss.backward()
                 w = float(mask.sum()) / max(global_tokens[k], 1.0) / n_steps
-                for key, v in m.items():
-                    if key not in ("loss", "tokens"):  # token-weighted means; the loss is already a global sum
-                        metrics[key] = metrics.get(key, 0.0) + float(v) * w
-                metrics["loss"] = metrics.get("loss", 0.0) + float(loss.detach()) / n_steps
+                accumulate_metrics(metrics, m, w, float(loss.detach()) / n_steps)
             norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
             norms.append(float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm))
             opt.step()
-    grad_norm = sum(norms) / n_steps
-    metrics["grad_norm"] = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
-    metrics["sampler_abs_dlogp"] = mismatch / mismatch_n if mismatch_n else 0.0
-    metrics["sampler_kl"] = sampler_kl / mismatch_n if mismatch_n else 0.0
-    packed = torch.tensor([metrics[k] for k in sorted(metrics)], device=device)
-    dist.all_reduce(packed)  # token-weighted sums across ranks
-    out = dict(zip(sorted(metrics), packed.tolist()))
+    metrics["grad_norm"] = sum(norms) / n_steps
+    return reduce_metrics(metrics, mismatch, sampler_kl, mismatch_n, device)
+
+
+# Per-micro-batch metrics of didpo.policy_loss reduced by extreme value, not token-weighted.
+EXTREMES = {"ratio_min": (min, dist.ReduceOp.MIN), "ratio_max": (max, dist.ReduceOp.MAX)}
+
+
+def accumulate_metrics(metrics: dict, m: dict, w: float, loss: float) -> None:
+    """Add one micro-batch: token-weighted means (w = its tokens / global tokens), extremes over
+    micro-batches that have tokens (a padding micro-batch's ratio 1.0 is no observation)."""
+    for k, v in m.items():
+        if k in EXTREMES:
+            if w > 0:
+                metrics[k] = EXTREMES[k][0](metrics.get(k, float(v)), float(v))
+        elif k not in ("loss", "tokens"):  # the loss itself is already a global sum
+            metrics[k] = metrics.get(k, 0.0) + float(v) * w
+    metrics["loss"] = metrics.get("loss", 0.0) + loss
+
+
+def reduce_metrics(metrics: dict, mismatch: float, sampler_kl: float, mismatch_n: float, device) -> dict:
+    """Across ranks: token-weighted sums SUM, ratio_min MIN, ratio_max MAX, and the sampler-mismatch
+    means as (sum over ranks) / (tokens over ranks), so a rank without tokens does not dilute them.
+    Every tensor lives on the training device (NCCL serves only CUDA tensors)."""
+    sums = sorted(k for k in metrics if k not in EXTREMES and k != "grad_norm")
+    packed = torch.tensor([metrics[k] for k in sums] + [mismatch, sampler_kl, mismatch_n], device=device,
+                          dtype=torch.float64)
+    dist.all_reduce(packed)
+    out = dict(zip(sums, packed[: len(sums)].tolist()))
+    mismatch, sampler_kl, mismatch_n = packed[len(sums):].tolist()
+    out["sampler_abs_dlogp"] = mismatch / mismatch_n if mismatch_n else 0.0
+    out["sampler_kl"] = sampler_kl / mismatch_n if mismatch_n else 0.0
+    for k, (_, op) in EXTREMES.items():
+        # A rank without tokens offers the identity of the reduction.
+        ident = float("inf") if op == dist.ReduceOp.MIN else float("-inf")
+        t = torch.tensor(metrics.get(k, ident), device=device, dtype=torch.float64)
+        dist.all_reduce(t, op=op)
+        if abs(float(t)) != float("inf"):
+            out[k] = float(t)
     out["grad_norm"] = metrics["grad_norm"]
-    out["sampler_abs_dlogp"] /= dist.get_world_size()
-    out["sampler_kl"] /= dist.get_world_size()
     return out
 
 
@@ -513,16 +604,23 @@ def find_resume(run: Path, resume: str) -> Path | None:
     return done[-1] if done else None
 
 
-def export(policy, tokenizer, out: Path) -> None:
+def export(policy, tokenizer, out: Path, dtype: torch.dtype = torch.float32) -> None:
     """A Hugging Face directory (safetensors, config, tokenizer, chat template) for transformers,
-    vLLM and `eval.py --model`."""
+    vLLM and `eval.py --model`, in `dtype` with the config's dtype saying so: bf16 for a bf16 run
+    (half the bytes of the fp32 master weights, and vLLM's dtype="auto" would serve an fp32 config
+    in fp16, where Qwen2.5 is fragile)."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
     sd = get_model_state_dict(policy.lm, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     if dist.get_rank() == 0:
+        sd = {k: v.to(dtype) if v.is_floating_point() else v for k, v in sd.items()}
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         policy.lm.save_pretrained(tmp, state_dict=sd)
+        # save_pretrained records the module's parameter dtype (the fp32 master weights): say what the file holds.
+        config = copy.deepcopy(policy.lm.config)
+        config.torch_dtype = config.dtype = dtype
+        config.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
@@ -549,7 +647,7 @@ COLUMNS = [("step", "step", "{:.0f}"), ("reward", "reward", "{:.3f}"), ("pass", 
            ("kept", "groups_kept", "{:.0f}"), ("len", "response_len", "{:.0f}"), ("turns", "turns", "{:.1f}"),
            ("loss", "loss", "{:+.4f}"), ("kl", "kl", "{:.4f}"), ("ent", "entropy", "{:.3f}"),
            ("clip", "clip_frac", "{:.3f}"), ("gnorm", "grad_norm", "{:.3f}"), ("anch", "anchors", "{:.0f}"),
-           ("cov", "coverage", "{:.2f}"), ("s", "time_step", "{:.1f}")]
+           ("cov", didpo.COVERAGE, "{:.2f}"), ("s", "time_step", "{:.1f}")]
 
 
 class Logger:
@@ -594,9 +692,12 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
         # On CPU, eager mode: torch.compile of the model takes minutes on a laptop's cores.
         # seed + rank: data-parallel engines sharing a seed would sample alike for unseeded requests.
+        # Sleep level 2 discards the weights: sync_weights overwrites them every step anyway, and
+        # level 1 would copy them to pinned host memory and back each step.
         return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(),
                                    gpu_memory_utilization=cfg.gpu_memory_utilization,
-                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu")
+                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
+                                   sleep_level=2)
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
     return rollout.HFSampler(copy.deepcopy(lm).to(device).eval(), tokenizer)
 
@@ -618,6 +719,46 @@ def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int
                 kept.append(g)
         batches += 1
     return kept, drawn, batches
+
+
+def load_learner(cfg: Config, path: str, device, rank: int, world: int):
+    """(policy, ref or None, lm or None, tokenizer). Only rank 0 reads the checkpoint (in its stored
+    dtype: bf16 for the 7B, half of an fp32 copy in host memory) and broadcasts it into every
+    rank's shards; the HF sampler needs a full fp32 model on every rank, so there every rank reads it."""
+    import transformers
+
+    if rank == 0 or cfg.sampler == "hf":
+        lm, tokenizer = rollout.load_model(path, dtype=torch.float32 if cfg.sampler == "hf" else "auto")
+    else:
+        lm, tokenizer = None, rollout.load_tokenizer(path)
+    config = transformers.AutoConfig.from_pretrained(path)
+    ref = build_learner(lm, cfg, device, world, frozen=True, config=config) if cfg.kl_coef > 0 else None
+    policy = build_learner(lm, cfg, device, world, config=config)
+    return policy, ref, lm if cfg.sampler == "hf" else None, tokenizer
+
+
+def spread(trajs: list, advs: list, rank: int, world: int) -> tuple[list, list]:
+    """Every rank's (trajectory, advantage) pairs to every rank, then this rank's share: longest first,
+    each to the rank with the fewest tokens so far (the same deterministic plan on every rank).
+    The update does not depend on who holds what: the loss is a sum over tokens / global tokens."""
+    if world == 1:
+        return trajs, advs
+    parts = [None] * world
+    dist.all_gather_object(parts, list(zip(trajs, advs)))
+    pairs = [p for part in parts for p in part]
+    load, mine = [0] * world, []
+    for i in sorted(range(len(pairs)), key=lambda i: -len(pairs[i][0].token_ids)):
+        r = min(range(world), key=load.__getitem__)
+        load[r] += len(pairs[i][0].token_ids)
+        if r == rank:
+            mine.append(i)
+    mine.sort()
+    return [pairs[i][0] for i in mine], [pairs[i][1] for i in mine]
+
+
+def empty_cache(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def check_run_dir(cfg: Config) -> None:
@@ -646,14 +787,14 @@ def train(cfg: Config) -> Path:
     random.Random(cfg.seed).shuffle(all_tasks)
 
     path = rollout.resolve(cfg.model)
-    lm, tokenizer = rollout.load_model(cfg.model)
-    sampler = make_sampler(cfg, path, lm, tokenizer, device)
-    ref = None
-    if cfg.kl_coef > 0:  # a frozen copy, sharded the same way, only when KL is on
-        ref = build_learner(copy.deepcopy(lm), cfg, device, world).requires_grad_(False)
-    policy = build_learner(lm, cfg, device, world)
+    policy, ref, lm, tokenizer = load_learner(cfg, path, device, rank, world)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                             fused=device.type == "cuda")
+    # The learner exists before the engine (which sizes its pool from the memory left), and the
+    # engine sleeps at once: each step wakes it in stages (see the loop).
+    sampler = make_sampler(cfg, path, lm, tokenizer, device)
+    del lm
+    sampler.sleep()
 
     start, cursor = 0, 0
     if ckpt := find_resume(run, cfg.resume):
@@ -673,14 +814,22 @@ def train(cfg: Config) -> Path:
         # uninterrupted one would have.
         torch.manual_seed(cfg.seed * 100003 + step * 101 + rank)
         times = {}
-        sampler.wake()
+        # Give the sampler every byte the learner does not hold: no gradients through the rollout,
+        # torch's cached blocks returned before vLLM allocates; its weights first, synced, then the
+        # KV cache into what the sync's gathers left free.
+        opt.zero_grad(set_to_none=True)
+        empty_cache(device)
+        sampler.wake(tags=["weights"])
         t = time.time()
         sync_weights(policy, sampler)
         times["sync"] = time.time() - t
+        empty_cache(device)
+        sampler.wake(tags=["kv_cache"])
         t = time.time()
         my_cursor = cursor + rank * window
         groups, _, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
         sampler.sleep()
+        empty_cache(device)
         times["rollout"] = time.time() - t
 
         t = time.time()
@@ -695,19 +844,22 @@ def train(cfg: Config) -> Path:
         times["advantage"] = time.time() - t
 
         t = time.time()
-        m = learn(policy, opt, trajs, advs, cfg, device, ref=ref)
+        # Advantages are per task group, so trajectories may now move: every rank updates on an
+        # equal share of the batch's tokens, none idles and none waits on an uneven share.
+        m = learn(policy, opt, *spread(trajs, advs, rank, world), cfg, device, ref=ref)
+        opt.zero_grad(set_to_none=True)  # gradients are not kept through checkpointing and the rollout
         times["update"] = time.time() - t
         cursor += world * window
 
         rewards = [tr.reward for tr in trajs]
         local = torch.tensor([sum(rewards), len(rewards), sum(r >= 1.0 for r in rewards), len(groups),
                               sum(sum(tr.loss_mask) for tr in trajs), sum(len(tr.turns) for tr in trajs)],
-                             dtype=torch.float64)
+                             dtype=torch.float64, device=device)  # NCCL serves only CUDA tensors
         dist.all_reduce(local)
         tot_r, n, n_pass, n_groups, n_tok, n_turns = local.tolist()
         m.update(step=step + 1, reward=tot_r / max(n, 1), pass_rate=n_pass / max(n, 1), groups_kept=n_groups,
                  response_len=n_tok / max(n, 1), turns=n_turns / max(n, 1), gen_batches=gen_batches,
-                 anchors=stats.get("anchors", 0.0), coverage=stats.get("coverage", 0.0),
+                 anchors=stats.get("anchors", 0.0), **{didpo.COVERAGE: stats.get(didpo.COVERAGE, 0.0)},
                  **{f"didpo_{k}": v for k, v in stats.items()})
         if rank == 0 and cfg.save_groups:
             (run / "groups").mkdir(exist_ok=True)
@@ -722,7 +874,8 @@ def train(cfg: Config) -> Path:
         m.update({f"time_{k}": v for k, v in times.items()}, time_step=time.time() - t0)
         logger.log(m)
 
-    export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export")
+    export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export",
+           dtype=torch.bfloat16 if compute_bf16(cfg, device) else torch.float32)
     print0(f"done: {run}/metrics.jsonl, checkpoints in {run}/checkpoints, export in {cfg.export or run / 'export'}",
            soft_wrap=True)
     return run

@@ -196,7 +196,8 @@ def main(argv=None) -> int:
         lm = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**shape))
     n_params = sum(p.numel() for p in lm.parameters())  # tied embedding / lm_head counted once
     policy = train.build_learner(lm, cfg, device, world)
-    ckpt_layers = sum(bool(layer.gradient_checkpointing and layer.training) for layer in lm.model.layers)
+    del lm  # build_learner copied it into its own shards (built on the meta device)
+    ckpt_layers = sum(bool(layer.gradient_checkpointing and layer.training) for layer in policy.lm.model.layers)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                             fused=device.type == "cuda")
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)

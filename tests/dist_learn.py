@@ -1,10 +1,13 @@
 """Run one `train.learn` step on fixed trajectories; write the updated parameters.
 
-    python tests/dist_learn.py OUT.pt MICRO [TOKENS]                     # one process
-    torchrun --nproc_per_node 2 tests/dist_learn.py OUT.pt MICRO [TOKENS]  # two gloo processes
+    python tests/dist_learn.py OUT.pt MICRO [TOKENS]                        # one process
+    torchrun --nproc_per_node 2 tests/dist_learn.py OUT.pt MICRO [TOKENS]     # two gloo processes
+    torchrun --nproc_per_node 3 tests/dist_learn.py OUT.pt MICRO uneven  # rollouts 5 / 1 / 0 per rank
 
-MICRO sequences per micro-batch, or with TOKENS > 0 micro-batches by token budget. fp32: the
-update must not depend on world size, micro-batch size or token budget beyond rounding.
+MICRO sequences per micro-batch, or with TOKENS > 0 micro-batches by token budget. Used by
+test_train.py and test_train_node.py, in fp32: the update must not depend on world size,
+micro-batch size or token budget beyond rounding, nor on which rank rolled out which trajectories
+(train.spread hands each rank its share first).
 """
 
 import sys
@@ -34,7 +37,9 @@ def fixed_batch(vocab: int, n: int = 6, seed: int = 0):
 
 
 if __name__ == "__main__":
-    out, micro, tokens = sys.argv[1], int(sys.argv[2]), int((sys.argv[3:] or [0])[0])
+    out, micro, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    uneven = extra == ["uneven"]
+    tokens = 0 if uneven else int((extra or [0])[0])
     rank, world, device = train.init()
     cfg = train.Config(micro_batch_size=micro, micro_batch_tokens=tokens, dtype="float32", lr=1.0, entropy_coef=0.01,
                        logprob_chunk=5)
@@ -44,7 +49,11 @@ if __name__ == "__main__":
     # fp32 noise in near-zero gradients into full-size steps and hide what is being compared.
     opt = torch.optim.SGD(policy.parameters(), lr=cfg.lr)
     trajs, advs = fixed_batch(600)
-    m = train.learn(policy, opt, trajs[rank::world], advs[rank::world], cfg, device)
+    if uneven:  # rollout shares as the ranks might have them: one rank all but one, the last idle
+        mine = {0: slice(0, 5), 1: slice(5, 6)}.get(rank, slice(0, 0))
+        m = train.learn(policy, opt, *train.spread(trajs[mine], advs[mine], rank, world), cfg, device)
+    else:
+        m = train.learn(policy, opt, trajs[rank::world], advs[rank::world], cfg, device)
     params = {n: t.clone() for n, t in train.full_named_parameters(policy)}
     if rank == 0:
         torch.save({"params": params, "metrics": m}, out)
