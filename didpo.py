@@ -63,14 +63,16 @@ if TYPE_CHECKING:
     from env import Trajectory
 
 ALGOS = ("grpo", "gigpo", "didpo")
-BASELINES = ("contrast", "group_mean")
+BASELINES = ("ridge", "contrast", "group_mean")
+COVERAGE = "token_coverage"  # the stats key of the share of response tokens inside an anchor (train reads it)
 NORMS = ("mean_norm", "mean_std_norm")
 
 
 @dataclass
 class AdvConfig:
     algo: str = "didpo"              # grpo | gigpo | didpo
-    baseline: str = "contrast"       # didpo: contrast (difference in differences) | group_mean (reference)
+    baseline: str = "ridge"          # didpo: ridge (controls for the other anchors) | contrast | group_mean
+    ridge: float = 1.0               # α of baseline="ridge", in units of one trajectory's squared indicator
     norm: str = "mean_norm"          # mean_norm: x − mean | mean_std_norm: (x − mean) / std
     episode_return: str = "total"    # A^E on R + Σ r_t ("total") or on R alone ("final")
     gamma: float = 0.95              # discount of step returns G_{i,t}
@@ -93,6 +95,8 @@ class AdvConfig:
                 raise ValueError(f"AdvConfig.{name}={getattr(self, name)!r}; use one of {', '.join(allowed)}")
         if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.eta <= 1.0:
             raise ValueError(f"AdvConfig gamma={self.gamma}, eta={self.eta}; both must lie in [0, 1]")
+        if self.ridge <= 0:
+            raise ValueError(f"AdvConfig.ridge={self.ridge}; the ridge penalty α must be > 0")
         if self.s0 <= 0 or self.g0 <= 0 or self.K < 1 or self.min_group < 2 or self.context < 0:
             raise ValueError("AdvConfig needs s0 > 0, g0 > 0, K >= 1, min_group >= 2, context >= 0")
 
@@ -157,6 +161,29 @@ def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> f
     return a - b
 
 
+def ridge_values(values: list[float], holders: list[set[int]], alpha: float, norm: str = "mean_norm",
+                 eps: float = 1e-6) -> np.ndarray:
+    """β of the ridge regression y_i ≈ b + Σ_g β_g·x_{i,g} (b unpenalized), x_{i,g} = 1 iff i ∈ holders[g].
+
+    Solved in the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c with X_c, y_c centered over the group: a G × G
+    system whatever the number of anchors. An anchor that every trajectory (or none) holds has a zero
+    centered column, so β = 0 there, like the contrast. mean_std_norm divides y by its std first.
+    """
+    y = np.asarray(values, dtype=np.float64)                                   # [G]
+    beta = np.zeros(len(holders))
+    if len(y) < 2 or not holders or y.max() == y.min():
+        return beta
+    X = np.zeros((len(y), len(holders)))                                       # [G, K] anchor indicators
+    for g, h in enumerate(holders):
+        X[list(h), g] = 1.0
+    y = y - y.mean()
+    if norm == "mean_std_norm":
+        y = y / (y.std() + eps)
+    Xc = X - X.mean(0)                                                         # [G, K]
+    w = np.linalg.solve(Xc @ Xc.T + alpha * np.eye(len(y)), y)                 # [G]
+    return Xc.T @ w                                                            # [K]
+
+
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:
     """A^E, the diff-level (or step-level) terms and Â for one task group; see the module docstring."""
     # No-op algorithmically, exists for speed: a batch holds millions of small tuples (token
@@ -200,9 +227,13 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
         anchors = res.anchors
         info = res.stats()
         first = [r[0] if r else tr.reward for r, tr in zip(returns, group)]  # G_{i,1}
+        if cfg.baseline == "ridge":
+            beta = ridge_values(first, [{i for i, _ in a.kept} for a in anchors], cfg.ridge, cfg.norm, cfg.eps)
         regions: list[list] = [[] for _ in group]
         for a in anchors:  # best-ranked first, so project() lets the best member claim a shared token
-            if cfg.baseline == "contrast":
+            if cfg.baseline == "ridge":
+                values = {(m.traj, m.turn): float(beta[a.id]) for m in a.members}
+            elif cfg.baseline == "contrast":
                 v = _contrast(first, a.trajs, cfg.norm, cfg.eps)
                 values = {(m.traj, m.turn): v for m in a.members}
             else:
@@ -220,7 +251,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
         token_adv.append(torch.from_numpy(mask * (episode[i] + cfg.lam * diff[i])))  # [T], 0 off the mask
         n_resp += int(mask.sum())
         covered += int(((owner[i] >= 0) & (mask > 0)).sum())
-    info.update({"token_coverage": covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
+    info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
     if stats is not None:
         stats.update(info)
     return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, info)
