@@ -12,14 +12,23 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               step rewards, and keeps invalid-action penalties in GRPO) or Y_i = R_i ("final")
     A^D_m   for a member m = (i, t) of an anchor g (diffs.find_anchors: the sub-diffs shared across
             trajectories, non-overlapping inside a turn):
-              baseline="contrast" (default):  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
-                  I_g = the trajectories that wrote g. The difference in differences: what writing this
-                  sub-diff is worth against the group that did not write it. Its own value is not
-                  subtracted away, so with a sparse reward a correct sub-diff in a failed trajectory
-                  still earns more than its buggy twin (DESIGN §3 pitfall b). 0 when g is in every
-                  trajectory (nothing to contrast with).
+              baseline="ridge" (default):  A^D_g = β_g of the ridge regression of the episode on the anchors
+                  β = argmin_β Σ_i (y_i − b − Σ_g β_g·x_{i,g})² + α·Σ_g β_g²,   y_i = G_{i,1}, b unpenalized,
+                  x_{i,g} = 1 iff trajectory i wrote g (a kept member) and, with survive=True, every line that
+                  member added is still in i's final workspace (a bug fixed in a later turn is not held).
+                  Solved in the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c on column-centered X, y (G × G, any K).
+                  Why: y_i depends on every piece trajectory i holds. The contrast below credits a piece with
+                  the pieces its writers happened to hold too, so a correct version written only by losers
+                  (who failed on another function) scores like a bug, and a bug scores like its writers'
+                  other, correct, pieces. The regression holds the other anchors fixed: with one indicator
+                  per version, each version is compared with the other versions of the same code given the
+                  rest of the trajectory. β_g = 0 when every trajectory (or none) holds g.
+              baseline="contrast":  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
+                  I_g = the trajectories that wrote g; the single-anchor difference in differences (it is β_g
+                  of the regression above with g's indicator alone and α → 0). 0 when g is in every
+                  trajectory. Its own value is not subtracted away (DESIGN §3 pitfall b).
               baseline="group_mean" (the reference estimator):  A^D_m = G_{i,t} − mean_{m'∈g} G_{m'}
-              mean_std_norm divides by the std of the same returns (contrast: over the task group).
+              mean_std_norm divides by the std of the same returns (contrast, ridge: over the task group).
     Â_{i,k} = A^E_i + λ·A^D_{m(k)} for response token k inside the char ranges of member m(k), else A^E_i;
               0 wherever loss_mask is 0.
 
@@ -33,7 +42,8 @@ grpo:  A^E only.
 
 Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors.
 The measured comparison of the estimators (bench/credit.py) is in the module docstring of that
-bench; `contrast` is the default because it assigns credit better there.
+bench; `ridge` is the default because it assigns credit best there (ties `contrast` on clean groups,
+beats it on groups with several correct implementations, multi-turn repair and rewrites).
 
 policy_loss, per response token with ratio ρ = exp(logp − old_logp):
     ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
@@ -78,7 +88,8 @@ class AdvConfig:
     gamma: float = 0.95              # discount of step returns G_{i,t}
     lam: float = 1.0                 # Â = A^E + λ·A^D (didpo) or A^E + λ·A^S (gigpo)
     # anchors (diffs.find_anchors)
-    eta: float = 0.8                 # near-duplicate similarity for attaching stragglers
+    eta: float = 1.0                 # similarity for attaching stragglers; 1 = off (measured: η = 0.8 joins
+                                     # a lone bug to the correct cluster and loses 0.05-0.15 accuracy at G = 8)
     s0: float = 8.0                  # size scale of φ(L)
     g0: float = 8.0                  # group-size scale of ψ(n)
     K: int = 64                      # at most this many anchors per task group
@@ -86,6 +97,8 @@ class AdvConfig:
     min_group: int = 2               # members a cluster needs to be a group on its own
     min_line_chars: int = 10         # shortest normalized line that is a line-level candidate
     context: int = 3                 # unified-diff context lines (decides what is one hunk)
+    line_scope: bool = True          # a line unit is keyed by its top-level statement too (never pools across blocks)
+    survive: bool = True             # ridge: a trajectory holds an anchor only if its member survives to the end
     eps: float = 1e-6                # added to std in mean_std_norm
 
     def __post_init__(self):
@@ -111,6 +124,8 @@ class Credit:
     owner: list[np.ndarray]                  # per token, the anchor id whose member covers it (-1 none)
     anchors: list[diffs.Anchor] = field(default_factory=list)
     anchor_values: dict[int, list[float]] = field(default_factory=dict)  # anchor id -> A^D of its kept members
+    holders: dict[int, list[int]] = field(default_factory=dict)  # anchor id -> trajectories i with x_{i,g} = 1
+    contrast: dict[int, float] = field(default_factory=dict)     # anchor id -> the DiD contrast on the holders
     stats: dict = field(default_factory=dict)
 
 
@@ -161,6 +176,22 @@ def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> f
     return a - b
 
 
+def _final_lines(tr: Trajectory) -> dict[str, set[str]]:
+    """The normalized lines of every file of the final workspace."""
+    files = tr.turns[-1].files_after if tr.turns else {}
+    return {p: {diffs.normalize_line(x) for x in text.split("\n")} for p, text in files.items()}
+
+
+def _survives(m: diffs.SubDiff, turn, final: dict[str, set[str]]) -> bool:
+    """Every line the member added is still in the final workspace (a later turn did not replace it)."""
+    for path, _, no in m.units:
+        if _ == "+":
+            lines = turn.files_after.get(path, "").split("\n")
+            if no < len(lines) and diffs.normalize_line(lines[no]) not in final.get(path, ()):
+                return False
+    return True
+
+
 def ridge_values(values: list[float], holders: list[set[int]], alpha: float, norm: str = "mean_norm",
                  eps: float = 1e-6) -> np.ndarray:
     """β of the ridge regression y_i ≈ b + Σ_g β_g·x_{i,g} (b unpenalized), x_{i,g} = 1 iff i ∈ holders[g].
@@ -207,6 +238,8 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info: dict = {}
     anchors: list[diffs.Anchor] = []
     anchor_values: dict[int, list[float]] = {}
+    held: dict[int, list[int]] = {}
+    dd: dict[int, float] = {}
 
     if cfg.algo == "gigpo":
         steps: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
@@ -223,12 +256,17 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
 
     elif cfg.algo == "didpo":
         res = diffs.find_anchors(group, eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K, min_group=cfg.min_group,
-                                 min_line_chars=cfg.min_line_chars, form=cfg.gs_form, context=cfg.context)
+                                 min_line_chars=cfg.min_line_chars, form=cfg.gs_form, context=cfg.context,
+                                 line_scope=cfg.line_scope)
         anchors = res.anchors
         info = res.stats()
         first = [r[0] if r else tr.reward for r, tr in zip(returns, group)]  # G_{i,1}
+        final = [_final_lines(tr) for tr in group] if cfg.survive else []
+        holders = [{m.traj for m in a.members if (m.traj, m.turn) in a.kept
+                    and (not cfg.survive or _survives(m, group[m.traj].turns[m.turn], final[m.traj]))}
+                   for a in anchors]                                         # x_{i,g} = 1 iff i in holders[g]
         if cfg.baseline == "ridge":
-            beta = ridge_values(first, [{i for i, _ in a.kept} for a in anchors], cfg.ridge, cfg.norm, cfg.eps)
+            beta = ridge_values(first, holders, cfg.ridge, cfg.norm, cfg.eps)
         regions: list[list] = [[] for _ in group]
         for a in anchors:  # best-ranked first, so project() lets the best member claim a shared token
             if cfg.baseline == "ridge":
@@ -242,6 +280,8 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             for (i, t), ranges in a.kept.items():
                 regions[i].append((t, ranges, values[(i, t)], a.id))
             anchor_values[a.id] = [values[k] for k in a.kept]
+            held[a.id] = sorted(holders[a.id])
+            dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
 
@@ -254,7 +294,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
     if stats is not None:
         stats.update(info)
-    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, info)
+    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd, info)
 
 
 def _mask(loss_mask: list[int]) -> np.ndarray:

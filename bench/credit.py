@@ -426,7 +426,8 @@ def main() -> None:
         name, _, fields = spec.partition(":")
         types = {f.name: type(f.default) for f in dataclasses.fields(didpo.AdvConfig)}
         kv = dict(x.split("=", 1) for x in fields.split(",") if x)
-        ESTIMATORS.append((name, didpo.AdvConfig(**{k: types[k](v) for k, v in kv.items()})))
+        kv = {k: v == "True" if types[k] is bool else types[k](v) for k, v in kv.items()}
+        ESTIMATORS.append((name, didpo.AdvConfig(**kv)))
     seeds = [int(x) for x in args.seeds.split(",")]
     torch.set_num_threads(1)
     tok = transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())

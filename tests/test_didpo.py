@@ -114,9 +114,40 @@ def test_grpo_by_hand(wf):
     assert float(advs[0][wf[0].turns[0].span[0]]) == pytest.approx(0.75 / (sd + 1e-6), rel=1e-6)
 
 
+def test_ridge_values_by_hand():
+    # one anchor held by trajectory 0 of 2, y = (1, 0), α = 1: the primal is β = x_c·y_c / (|x_c|² + α)
+    # = (0.5·0.5 + 0.5·0.5) / (0.5 + 1) = 1/3; an anchor held by all (or none) has β = 0
+    assert didpo.ridge_values([1.0, 0.0], [{0}], 1.0).tolist() == pytest.approx([1 / 3])
+    assert didpo.ridge_values([1.0, 0.0, 0.0], [{0, 1, 2}, set()], 1.0).tolist() == [0.0, 0.0]
+    # two anchors, one the complement of the other: β = (b, -b), X_c β = 2b·(.5, -.5), and
+    # 2(.5 - b)² + 2b² is least at b = 1/4: the value splits between them, opposite signs
+    b = didpo.ridge_values([1.0, 0.0], [{0}, {1}], 1.0)
+    assert b.tolist() == pytest.approx([1 / 4, -1 / 4])
+    # mean_std_norm: y divided by its std (0.5) first, so β doubles
+    assert didpo.ridge_values([1.0, 0.0], [{0}], 1.0, "mean_std_norm", eps=0.0).tolist() == pytest.approx([2 / 3])
+
+
+def test_didpo_ridge_by_hand(wf):
+    stats: dict = {}
+    cr = didpo.compute_credit(wf, didpo.AdvConfig(), stats)
+    _masked_zero(wf, cr.token_adv)
+    assert stats[didpo.COVERAGE] == stats["token_coverage"] and 0 < stats[didpo.COVERAGE] < 1
+    # R = (1, 0, 0, 0), y_c = (.75, -.25, -.25, -.25); f ok is held by {0, 1}, f bad by {2, 3}, g ok by {0, 2},
+    # g bad by {1, 3}. Centered columns ±u, ±v with u = (.5, .5, -.5, -.5), v = (.5, -.5, .5, -.5), orthonormal,
+    # X_c X_cᵀ = 2uuᵀ + 2vvᵀ; w = (X_c X_cᵀ + I)⁻¹ y_c puts u·y_c / 3 = (.5)/3 on u, so β(f ok) = u·w = 1/6,
+    # β(f bad) = -1/6, and the same for g (v·y_c = .5). The contrast would give ±0.5.
+    assert sorted(cr.holders.values()) == [[0, 1], [0, 2], [1, 3], [2, 3]]
+    for i, (f, g, ae) in enumerate([(F_OK, G_OK, .75), (F_OK, G_BAD, -.25), (F_BAD, G_OK, -.25), (F_BAD, G_BAD, -.25)]):
+        tr, a = wf[i], cr.token_adv[i]
+        rf, rg = region(tr.turns[0], f), region(tr.turns[0], g)
+        assert values(tr, a, 0, rf) == {round(ae + (1 / 6 if f == F_OK else -1 / 6), 5)}
+        assert values(tr, a, 0, rg) == {round(ae + (1 / 6 if g == G_OK else -1 / 6), 5)}
+        assert outside(tr, a, 0, [rf, rg]) == {ae}
+
+
 def test_didpo_contrast_by_hand(wf):
     stats: dict = {}
-    advs = didpo.compute_advantages(wf, didpo.AdvConfig(), stats)
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(baseline="contrast"), stats)
     _masked_zero(wf, advs)
     assert stats["anchors"] == 4 and stats["anchors_block"] == 1.0 and 0 < stats["token_coverage"] < 1
     # A^D(f ok) = mean R over {0, 1} - mean over {2, 3} = 0.5; the twin gets -0.5; the same for g
@@ -154,7 +185,7 @@ def test_multi_turn_returns_gigpo_and_didpo_by_hand(sr3):
             assert torch.allclose(a[turn.span[0]:turn.span[1]], torch.tensor(w[t]))
     # didpo contrast on G_{i,1}: f ok in {A, B}: (1.25 + .5)/2 - .25 = .625; g ok in {A, C}: .75 - .5 = .25;
     # the lone twins f bad (C) and g bad (B) stay singletons (joining would make the anchor universal)
-    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(gamma=0.5))
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(baseline="contrast", eta=0.8, gamma=0.5))
     cases = [(0, 0, F_OK, 1.625), (0, 1, G_OK, 1.25), (1, 0, F_OK, 0.125), (1, 1, G_BAD, -0.5),
              (2, 0, F_BAD, -0.5), (2, 1, G_OK, -0.25)]
     for i, t, code, want in cases:
@@ -193,7 +224,7 @@ def test_failed_edit_earns_no_diff_credit(tiny_tokenizer):
     assert (cr.owner[4] == -1).all()
 
 
-@pytest.mark.parametrize("algo,baseline", [("grpo", "contrast"), ("gigpo", "contrast"), ("didpo", "contrast"),
+@pytest.mark.parametrize("algo,baseline", [("grpo", "contrast"), ("gigpo", "contrast"), ("didpo", "contrast"), ("didpo", "ridge"),
                                            ("didpo", "group_mean")])
 @pytest.mark.parametrize("norm", ["mean_norm", "mean_std_norm"])
 def test_degenerate_groups_give_finite_zeros(wf, sr3, tiny_tokenizer, algo, baseline, norm):
