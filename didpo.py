@@ -176,18 +176,19 @@ def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> f
     return a - b
 
 
-def _final_lines(tr: Trajectory) -> dict[str, set[str]]:
-    """The normalized lines of every file of the final workspace."""
-    files = tr.turns[-1].files_after if tr.turns else {}
-    return {p: {diffs.normalize_line(x) for x in text.split("\n")} for p, text in files.items()}
+def _norm_lines(text: str, memo: dict[str, list[str]]) -> list[str]:
+    out = memo.get(text)
+    if out is None:  # S_t recurs (after of turn t, before of t+1, final): normalize each version once
+        out = memo[text] = [diffs.normalize_line(x) for x in diffs.lines_of(text)]
+    return out
 
 
-def _survives(m: diffs.SubDiff, turn, final: dict[str, set[str]]) -> bool:
+def _survives(m: diffs.SubDiff, turn, final: dict[str, set[str]], memo: dict[str, list[str]]) -> bool:
     """Every line the member added is still in the final workspace (a later turn did not replace it)."""
-    for path, _, no in m.units:
-        if _ == "+":
-            lines = turn.files_after.get(path, "").split("\n")
-            if no < len(lines) and diffs.normalize_line(lines[no]) not in final.get(path, ()):
+    for path, sign, no in m.units:
+        if sign == "+":
+            lines = _norm_lines(turn.files_after.get(path, ""), memo)
+            if no < len(lines) and lines[no] not in final.get(path, ()):
                 return False
     return True
 
@@ -261,9 +262,12 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
         anchors = res.anchors
         info = res.stats()
         first = [r[0] if r else tr.reward for r, tr in zip(returns, group)]  # G_{i,1}
-        final = [_final_lines(tr) for tr in group] if cfg.survive else []
-        holders = [{m.traj for m in a.members if (m.traj, m.turn) in a.kept
-                    and (not cfg.survive or _survives(m, group[m.traj].turns[m.turn], final[m.traj]))}
+        memo: dict[str, list[str]] = {}
+        final = [{p: set(_norm_lines(x, memo)) for p, x in tr.turns[-1].files_after.items()} if tr.turns and cfg.survive
+                 else {} for tr in group]                                    # normalized lines of the final files
+        holders = [{m.traj for m in a.members if (m.traj, m.turn) in a.kept and (
+                    not cfg.survive or m.turn + 1 == len(group[m.traj].turns)
+                    or _survives(m, group[m.traj].turns[m.turn], final[m.traj], memo))}
                    for a in anchors]                                         # x_{i,g} = 1 iff i in holders[g]
         if cfg.baseline == "ridge":
             beta = ridge_values(first, holders, cfg.ridge, cfg.norm, cfg.eps)

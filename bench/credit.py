@@ -162,7 +162,8 @@ MESSY = [
       "    return n * (n + 1) // 2\n"],
      "sum_to(4) == 10", ["sum_to(0) == 0", "sum_to(-3) == 0", "sum_to(10) == 55", "sum_to(1) == 1"]),
     ("count_pos", "xs",
-     ["    n = 0\n    for x in xs:\n        if x is None:\n            continue\n        if x > 0:\n            n += 1\n"
+     ["    n = 0\n    for x in xs:\n        if x is None:\n            continue\n"
+      "        if x > 0:\n            n += 1\n"
       "    return n\n",
       "    return sum(1 for x in xs if x is not None and x > 0)\n",
       "    return len([x for x in xs if x and x > 0])\n"],
@@ -195,7 +196,8 @@ MESSY = [
      ["    parts = s.split()\n    if not parts:\n        return ''\n    return parts[0]\n",
       "    s = s.strip()\n    i = 0\n    while i < len(s) and not s[i].isspace():\n        i += 1\n    return s[:i]\n",
       "    for w in s.split():\n        return w\n    return ''\n"],
-     ["    s = s.strip()\n    i = 0\n    while i < len(s) and not s[i].isspace():\n        i += 1\n    return s[:i + 1]\n",
+     ["    s = s.strip()\n    i = 0\n    while i < len(s) and not s[i].isspace():\n        i += 1\n"
+      "    return s[:i + 1]\n",
       "    s = s.strip()\n    i = 0\n    while i < len(s) and s[i].isspace():\n        i += 1\n    return s[:i]\n",
       "    parts = s.split()\n    return parts[0]\n"],
      "first_word('hello world') == 'hello'", ["first_word('') == ''", "first_word('  a b') == 'a'",
@@ -222,14 +224,16 @@ MESSY = [
      ["    out = []\n    best = None\n    for x in xs:\n        best = x if best is None or x > best else best\n"
       "        out.append(best)\n    return out\n",
       "    out = []\n    for i in range(len(xs)):\n        out.append(max(xs[: i + 1]))\n    return out\n",
-      "    if not xs:\n        return []\n    out = [xs[0]]\n    for x in xs[1:]:\n        out.append(max(out[-1], x))\n"
+      "    if not xs:\n        return []\n    out = [xs[0]]\n    for x in xs[1:]:\n"
+      "        out.append(max(out[-1], x))\n"
       "    return out\n"],
      ["    out = []\n    for i in range(len(xs)):\n        out.append(max(xs[: i + 2]))\n    return out\n",
       "    out = []\n    best = None\n    for x in xs:\n        best = x if best is None or x < best else best\n"
       "        out.append(best)\n    return out\n",
       "    out = [xs[0]]\n    for x in xs[1:]:\n        out.append(max(out[-1], x))\n    return out\n"],
      "running_max([1, 3, 2]) == [1, 3, 3]", ["running_max([]) == []", "running_max([5]) == [5]",
-                                             "running_max([2, 1, 4]) == [2, 2, 4]", "running_max([-1, -3]) == [-1, -1]"]),
+                                             "running_max([2, 1, 4]) == [2, 2, 4]",
+                                             "running_max([-1, -3]) == [-1, -1]"]),
     ("is_sorted", "xs",
      ["    for i in range(len(xs) - 1):\n        if xs[i] > xs[i + 1]:\n            return False\n    return True\n",
       "    return all(a <= b for a, b in zip(xs, xs[1:]))\n",
@@ -245,10 +249,12 @@ MESSY = [
 HELPER = [
     ("digits", "n",
      ["    return [int(ch) for ch in str(abs(n))]\n",
-      "    n = abs(n)\n    out = []\n    while True:\n        out.append(n % 10)\n        n //= 10\n        if n == 0:\n"
+      "    n = abs(n)\n    out = []\n    while True:\n        out.append(n % 10)\n        n //= 10\n"
+      "        if n == 0:\n"
       "            return out[::-1]\n"],
      ["    return [int(ch) for ch in str(abs(n))[1:]]\n",
-      "    n = abs(n)\n    out = []\n    while True:\n        out.append(n // 10)\n        n //= 10\n        if n == 0:\n"
+      "    n = abs(n)\n    out = []\n    while True:\n        out.append(n // 10)\n        n //= 10\n"
+      "        if n == 0:\n"
       "            return out[::-1]\n",
       "    return [int(ch) for ch in str(n)]\n"],
      "digits(305) == [3, 0, 5]", ["digits(0) == [0]", "digits(-42) == [4, 2]", "digits(7) == [7]"]),
