@@ -238,15 +238,19 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
             if turn.observation:
                 console.print(Text(turn.observation[:400], style="dim"))
     table = Table(title="anchors (⟦aN … ⟧ above)")
-    for col in ("id", "level", "kind", "path", "n", "L̄", "GS", "contrast", "A^D", "text"):
+    for col in ("id", "level", "kind", "path", "n", "L̄", "GS", "held by (x=1)", "DiD Δ", "A^D", "text"):
         table.add_column(col)
     for a in credit.anchors:
         ad = credit.anchor_values.get(a.id, [])
         span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
         first = a.text.splitlines()[0][:50] if a.text else ""
         table.add_row(str(a.id), a.level, a.kind, a.path, str(a.n), f"{a.mean_size:.1f}", f"{a.gs:.3f}",
-                      str(a.contrast), span, first)
+                      ",".join(map(str, credit.holders.get(a.id, []))), f"{credit.contrast.get(a.id, 0.0):+.3f}",
+                      span, first)
     console.print(table)
+    console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
+                  "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
+                  "A^D: the value the baseline gave (ridge: β_g, the anchor's own coefficient given the others)")
     console.print(f"colour scale: ±{scale:.3f} (green positive, red negative); stats: {credit.stats}")
 
 
@@ -287,12 +291,14 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
             if turn.observation:
                 out.append(f"<pre class='obs'>{html.escape(turn.observation[:2000])}</pre>")
     out.append("<h2>anchors</h2><table><tr><th>id</th><th>level</th><th>kind</th><th>path</th><th>n</th><th>L̄</th>"
-               "<th>GS</th><th>contrast</th><th>A<sup>D</sup></th><th>text</th></tr>")
+               "<th>GS</th><th>held by</th><th>DiD Δ</th><th>A<sup>D</sup></th><th>text</th></tr>")
     for a in credit.anchors:
         ad = credit.anchor_values.get(a.id, [])
         span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
         out.append(f"<tr><td>{a.id}</td><td>{a.level}</td><td>{a.kind}</td><td>{html.escape(a.path)}</td>"
-                   f"<td>{a.n}</td><td>{a.mean_size:.1f}</td><td>{a.gs:.3f}</td><td>{a.contrast}</td>"
+                   f"<td>{a.n}</td><td>{a.mean_size:.1f}</td><td>{a.gs:.3f}</td>"
+                   f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
+                   f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
                    f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
     out.append("</table></body></html>")
     return "".join(out)
@@ -315,7 +321,7 @@ def _root() -> None:
 def explain(group_file: Annotated[Path, typer.Argument(help="a saved group: one env.Trajectory JSON per line")],
             html_out: Annotated[Path | None, typer.Option("--html", help="also write a standalone HTML page")] = None,
             algo: Annotated[str, typer.Option(help="grpo | gigpo | didpo")] = "didpo",
-            baseline: Annotated[str, typer.Option(help="contrast | group_mean")] = "contrast",
+            baseline: Annotated[str, typer.Option(help="ridge | contrast | group_mean")] = "ridge",
             norm: Annotated[str, typer.Option(help="mean_norm | mean_std_norm")] = "mean_norm") -> None:
     """Render a group's tokens coloured by their final advantage, with anchors outlined."""
     import didpo  # lazy: didpo imports this module for project()

@@ -12,14 +12,23 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               step rewards, and keeps invalid-action penalties in GRPO) or Y_i = R_i ("final")
     A^D_m   for a member m = (i, t) of an anchor g (diffs.find_anchors: the sub-diffs shared across
             trajectories, non-overlapping inside a turn):
-              baseline="contrast" (default):  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
-                  I_g = the trajectories that wrote g. The difference in differences: what writing this
-                  sub-diff is worth against the group that did not write it. Its own value is not
-                  subtracted away, so with a sparse reward a correct sub-diff in a failed trajectory
-                  still earns more than its buggy twin (DESIGN §3 pitfall b). 0 when g is in every
-                  trajectory (nothing to contrast with).
+              baseline="ridge" (default):  A^D_g = β_g of the ridge regression of the episode on the anchors
+                  β = argmin_β Σ_i (y_i − b − Σ_g β_g·x_{i,g})² + α·Σ_g β_g²,   y_i = G_{i,1}, b unpenalized,
+                  x_{i,g} = 1 iff trajectory i wrote g (a kept member) and, with survive=True, every line that
+                  member added is still in i's final workspace (a bug fixed in a later turn is not held).
+                  Solved in the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c on column-centered X, y (G × G, any K).
+                  Why: y_i depends on every piece trajectory i holds. The contrast below credits a piece with
+                  the pieces its writers happened to hold too, so a correct version written only by losers
+                  (who failed on another function) scores like a bug, and a bug scores like its writers'
+                  other, correct, pieces. The regression holds the other anchors fixed: with one indicator
+                  per version, each version is compared with the other versions of the same code given the
+                  rest of the trajectory. β_g = 0 when every trajectory (or none) holds g.
+              baseline="contrast":  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
+                  I_g = the trajectories that wrote g; the single-anchor difference in differences (it is β_g
+                  of the regression above with g's indicator alone and α → 0). 0 when g is in every
+                  trajectory. Its own value is not subtracted away (DESIGN §3 pitfall b).
               baseline="group_mean" (the reference estimator):  A^D_m = G_{i,t} − mean_{m'∈g} G_{m'}
-              mean_std_norm divides by the std of the same returns (contrast: over the task group).
+              mean_std_norm divides by the std of the same returns (contrast, ridge: over the task group).
     Â_{i,k} = A^E_i + λ·A^D_{m(k)} for response token k inside the char ranges of member m(k), else A^E_i;
               0 wherever loss_mask is 0.
 
@@ -33,7 +42,8 @@ grpo:  A^E only.
 
 Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors.
 The measured comparison of the estimators (bench/credit.py) is in the module docstring of that
-bench; `contrast` is the default because it assigns credit better there.
+bench; `ridge` is the default because it assigns credit best there (ties `contrast` on clean groups,
+beats it on groups with several correct implementations, multi-turn repair and rewrites).
 
 policy_loss, per response token with ratio ρ = exp(logp − old_logp):
     ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
@@ -63,7 +73,8 @@ if TYPE_CHECKING:
     from env import Trajectory
 
 ALGOS = ("grpo", "gigpo", "didpo")
-BASELINES = ("contrast", "group_mean")
+BASELINES = ("ridge", "contrast", "group_mean")
+COVERAGE = "token_coverage"  # the stats key of the share of response tokens inside an anchor (train reads it)
 NORMS = ("mean_norm", "mean_std_norm")
 COVERAGE = "token_coverage"  # stats key: share of response tokens inside some anchor's diff region
 
@@ -71,13 +82,15 @@ COVERAGE = "token_coverage"  # stats key: share of response tokens inside some a
 @dataclass
 class AdvConfig:
     algo: str = "didpo"              # grpo | gigpo | didpo
-    baseline: str = "contrast"       # didpo: contrast (difference in differences) | group_mean (reference)
+    baseline: str = "ridge"          # didpo: ridge (controls for the other anchors) | contrast | group_mean
+    ridge: float = 1.0               # α of baseline="ridge", in units of one trajectory's squared indicator
     norm: str = "mean_norm"          # mean_norm: x − mean | mean_std_norm: (x − mean) / std
     episode_return: str = "total"    # A^E on R + Σ r_t ("total") or on R alone ("final")
     gamma: float = 0.95              # discount of step returns G_{i,t}
     lam: float = 1.0                 # Â = A^E + λ·A^D (didpo) or A^E + λ·A^S (gigpo)
     # anchors (diffs.find_anchors)
-    eta: float = 0.8                 # near-duplicate similarity for attaching stragglers
+    eta: float = 1.0                 # similarity for attaching stragglers; 1 = off (measured: η = 0.8 joins
+                                     # a lone bug to the correct cluster and loses 0.05-0.15 accuracy at G = 8)
     s0: float = 8.0                  # size scale of φ(L)
     g0: float = 8.0                  # group-size scale of ψ(n)
     K: int = 64                      # at most this many anchors per task group
@@ -85,6 +98,8 @@ class AdvConfig:
     min_group: int = 2               # members a cluster needs to be a group on its own
     min_line_chars: int = 10         # shortest normalized line that is a line-level candidate
     context: int = 3                 # unified-diff context lines (decides what is one hunk)
+    line_scope: bool = True          # a line unit is keyed by its top-level statement too (never pools across blocks)
+    survive: bool = True             # ridge: a trajectory holds an anchor only if its member survives to the end
     eps: float = 1e-6                # added to std in mean_std_norm
 
     def __post_init__(self):
@@ -94,6 +109,8 @@ class AdvConfig:
                 raise ValueError(f"AdvConfig.{name}={getattr(self, name)!r}; use one of {', '.join(allowed)}")
         if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.eta <= 1.0:
             raise ValueError(f"AdvConfig gamma={self.gamma}, eta={self.eta}; both must lie in [0, 1]")
+        if self.ridge <= 0:
+            raise ValueError(f"AdvConfig.ridge={self.ridge}; the ridge penalty α must be > 0")
         if self.s0 <= 0 or self.g0 <= 0 or self.K < 1 or self.min_group < 2 or self.context < 0:
             raise ValueError("AdvConfig needs s0 > 0, g0 > 0, K >= 1, min_group >= 2, context >= 0")
 
@@ -108,6 +125,8 @@ class Credit:
     owner: list[np.ndarray]                  # per token, the anchor id whose member covers it (-1 none)
     anchors: list[diffs.Anchor] = field(default_factory=list)
     anchor_values: dict[int, list[float]] = field(default_factory=dict)  # anchor id -> A^D of its kept members
+    holders: dict[int, list[int]] = field(default_factory=dict)  # anchor id -> trajectories i with x_{i,g} = 1
+    contrast: dict[int, float] = field(default_factory=dict)     # anchor id -> the DiD contrast on the holders
     stats: dict = field(default_factory=dict)
 
 
@@ -158,6 +177,46 @@ def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> f
     return a - b
 
 
+def _norm_lines(text: str, memo: dict[str, list[str]]) -> list[str]:
+    out = memo.get(text)
+    if out is None:  # S_t recurs (after of turn t, before of t+1, final): normalize each version once
+        out = memo[text] = [diffs.normalize_line(x) for x in diffs.lines_of(text)]
+    return out
+
+
+def _survives(m: diffs.SubDiff, turn, final: dict[str, set[str]], memo: dict[str, list[str]]) -> bool:
+    """Every line the member added is still in the final workspace (a later turn did not replace it)."""
+    for path, sign, no in m.units:
+        if sign == "+":
+            lines = _norm_lines(turn.files_after.get(path, ""), memo)
+            if no < len(lines) and lines[no] not in final.get(path, ()):
+                return False
+    return True
+
+
+def ridge_values(values: list[float], holders: list[set[int]], alpha: float, norm: str = "mean_norm",
+                 eps: float = 1e-6) -> np.ndarray:
+    """β of the ridge regression y_i ≈ b + Σ_g β_g·x_{i,g} (b unpenalized), x_{i,g} = 1 iff i ∈ holders[g].
+
+    Solved in the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c with X_c, y_c centered over the group: a G × G
+    system whatever the number of anchors. An anchor that every trajectory (or none) holds has a zero
+    centered column, so β = 0 there, like the contrast. mean_std_norm divides y by its std first.
+    """
+    y = np.asarray(values, dtype=np.float64)                                   # [G]
+    beta = np.zeros(len(holders))
+    if len(y) < 2 or not holders or y.max() == y.min():
+        return beta
+    X = np.zeros((len(y), len(holders)))                                       # [G, K] anchor indicators
+    for g, h in enumerate(holders):
+        X[list(h), g] = 1.0
+    y = y - y.mean()
+    if norm == "mean_std_norm":
+        y = y / (y.std() + eps)
+    Xc = X - X.mean(0)                                                         # [G, K]
+    w = np.linalg.solve(Xc @ Xc.T + alpha * np.eye(len(y)), y)                 # [G]
+    return Xc.T @ w                                                            # [K]
+
+
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:
     """A^E, the diff-level (or step-level) terms and Â for one task group; see the module docstring."""
     # No-op algorithmically, exists for speed: a batch holds millions of small tuples (token
@@ -181,6 +240,8 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info: dict = {}
     anchors: list[diffs.Anchor] = []
     anchor_values: dict[int, list[float]] = {}
+    held: dict[int, list[int]] = {}
+    dd: dict[int, float] = {}
 
     if cfg.algo == "gigpo":
         steps: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
@@ -197,13 +258,25 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
 
     elif cfg.algo == "didpo":
         res = diffs.find_anchors(group, eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K, min_group=cfg.min_group,
-                                 min_line_chars=cfg.min_line_chars, form=cfg.gs_form, context=cfg.context)
+                                 min_line_chars=cfg.min_line_chars, form=cfg.gs_form, context=cfg.context,
+                                 line_scope=cfg.line_scope)
         anchors = res.anchors
         info = res.stats()
         first = [r[0] if r else tr.reward for r, tr in zip(returns, group)]  # G_{i,1}
+        memo: dict[str, list[str]] = {}
+        final = [{p: set(_norm_lines(x, memo)) for p, x in tr.turns[-1].files_after.items()} if tr.turns and cfg.survive
+                 else {} for tr in group]                                    # normalized lines of the final files
+        holders = [{m.traj for m in a.members if (m.traj, m.turn) in a.kept and (
+                    not cfg.survive or m.turn + 1 == len(group[m.traj].turns)
+                    or _survives(m, group[m.traj].turns[m.turn], final[m.traj], memo))}
+                   for a in anchors]                                         # x_{i,g} = 1 iff i in holders[g]
+        if cfg.baseline == "ridge":
+            beta = ridge_values(first, holders, cfg.ridge, cfg.norm, cfg.eps)
         regions: list[list] = [[] for _ in group]
         for a in anchors:  # best-ranked first, so project() lets the best member claim a shared token
-            if cfg.baseline == "contrast":
+            if cfg.baseline == "ridge":
+                values = {(m.traj, m.turn): float(beta[a.id]) for m in a.members}
+            elif cfg.baseline == "contrast":
                 v = _contrast(first, a.trajs, cfg.norm, cfg.eps)
                 values = {(m.traj, m.turn): v for m in a.members}
             else:
@@ -212,6 +285,8 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             for (i, t), ranges in a.kept.items():
                 regions[i].append((t, ranges, values[(i, t)], a.id))
             anchor_values[a.id] = [values[k] for k in a.kept]
+            held[a.id] = sorted(holders[a.id])
+            dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
 
@@ -224,7 +299,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
     if stats is not None:
         stats.update(info)
-    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, info)
+    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd, info)
 
 
 def _mask(loss_mask: list[int]) -> np.ndarray:

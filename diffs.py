@@ -336,9 +336,22 @@ def _blocks(added: list[int], stmt: list[int]) -> list[list[int]]:
     return out
 
 
+def _scope(lines: list[str], n: int) -> str:
+    """The header of the top-level statement that holds line n: the nearest unindented code line at or above it."""
+    for k in range(n, -1, -1):
+        s = lines[k]
+        if s[:1] not in ("", " ", "\t", "#"):
+            return s.strip()
+    return ""
+
+
 def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int = 3,
-               _cache: dict | None = None) -> list[SubDiff]:
-    """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text)."""
+               _cache: dict | None = None, line_scope: bool = True) -> list[SubDiff]:
+    """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text).
+
+    line_scope: a line's text carries the header of its top-level statement ("return out  @def f(xs):"),
+    so the same line in two functions is two units (a line unit never pools across blocks).
+    """
     cache = {"stmt": {}, "norm": {}, "lines": {}} if _cache is None else _cache
     stmts, memo, split = cache["stmt"], cache["norm"], cache["lines"]
     found: dict[tuple, SubDiff] = {}
@@ -409,7 +422,8 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
                 for n, r in zip(blk, rs):
                     norm = _norm(new_lines[n], memo)[1]
                     if len(norm) >= min_line_chars:
-                        b_parts.append(add(kind, path, "line", norm, 1, [(path, "+", n)], [r]))
+                        text = f"{norm}  @{_scope(new_lines, n)}" if line_scope else norm
+                        b_parts.append(add(kind, path, "line", text, 1, [(path, "+", n)], [r]))
                 b_text, b_size = normalize([new_lines[n] for n in blk], memo)
                 h_parts.append(add(kind, path, "block", b_text, b_size, [(path, "+", n) for n in blk], rs,
                                    [k for k in b_parts if k]))
@@ -553,11 +567,11 @@ def cluster(cands: list[SubDiff], n_trajs: int, eta: float = 0.8, min_group: int
 
 def find_anchors(group, eta: float = 0.8, s0: float = 8.0, g0: float = 8.0, K: int = 64, min_group: int = 2,
                  min_line_chars: int = 10, form: str = "saturating", context: int = 3,
-                 max_compare: int = 64) -> AnchorResult:
+                 max_compare: int = 64, line_scope: bool = True) -> AnchorResult:
     """Anchors of one task group (a list of env.Trajectory), selected and cut to be non-overlapping per turn."""
     cache: dict[str, dict] = {"stmt": {}, "norm": {}, "lines": {}}  # per file text / line: statements, norm, split
     cands = [c for i, tr in enumerate(group) for t, turn in enumerate(tr.turns)
-             for c in candidates(turn, i, t, min_line_chars, context, cache)]
+             for c in candidates(turn, i, t, min_line_chars, context, cache, line_scope)]
     res = AnchorResult([], n_candidates=len(cands))
     if not cands:
         return res

@@ -44,10 +44,14 @@ didpo contrast scores 0.83/0.91 (WF) and 0.84/0.92 (SR) there.
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
+import functools
 import itertools
 import random
 import sys
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -95,7 +99,8 @@ REGIONS = [
 ]
 ESTIMATORS = [("grpo", didpo.AdvConfig(algo="grpo")), ("gigpo", didpo.AdvConfig(algo="gigpo")),
               ("didpo group_mean", didpo.AdvConfig(baseline="group_mean")),
-              ("didpo contrast", didpo.AdvConfig(baseline="contrast"))]
+              ("didpo contrast", didpo.AdvConfig(baseline="contrast")),
+              ("didpo ridge", didpo.AdvConfig(baseline="ridge"))]
 PROTOCOLS = ("whole-file", "search/replace")
 REWARDS = {"binary": {"shaping_coef": 0.0}, "graded": {"shaping_coef": 1.0}}
 
@@ -143,6 +148,202 @@ def script(regions, ok: tuple[bool, ...], order: tuple[int, ...], protocol: str,
     return out, spans
 
 
+# --- messy groups (issue 15): several correct implementations, several kinds of bug -------------
+# name, signature, correct bodies (3 implementations), buggy bodies (off-by-one, wrong operator,
+# missing edge case: a deleted guard or a dropped conversion), public test, hidden tests.
+# Every bug fails some hidden test; some pass the public one (feedback does not always see them).
+MESSY = [
+    ("sum_to", "n",
+     ["    total = 0\n    for k in range(1, n + 1):\n        total += k\n    return total\n",
+      "    if n <= 0:\n        return 0\n    return n * (n + 1) // 2\n",
+      "    total, k = 0, n\n    while k > 0:\n        total += k\n        k -= 1\n    return total\n"],
+     ["    total = 0\n    for k in range(1, n):\n        total += k\n    return total\n",
+      "    if n <= 0:\n        return 0\n    return n * (n - 1) // 2\n",
+      "    return n * (n + 1) // 2\n"],
+     "sum_to(4) == 10", ["sum_to(0) == 0", "sum_to(-3) == 0", "sum_to(10) == 55", "sum_to(1) == 1"]),
+    ("count_pos", "xs",
+     ["    n = 0\n    for x in xs:\n        if x is None:\n            continue\n"
+      "        if x > 0:\n            n += 1\n"
+      "    return n\n",
+      "    return sum(1 for x in xs if x is not None and x > 0)\n",
+      "    return len([x for x in xs if x and x > 0])\n"],
+     ["    return len([x for x in xs[1:] if x and x > 0])\n",
+      "    return sum(1 for x in xs if x is not None and x >= 0)\n",
+      "    n = 0\n    for x in xs:\n        if x > 0:\n            n += 1\n    return n\n"],
+     "count_pos([3, -1, 2]) == 2", ["count_pos([]) == 0", "count_pos([0, 5]) == 1", "count_pos([None, 4]) == 1",
+                                    "count_pos([7, 0, -2, 1]) == 2"]),
+    ("last_index", "xs, v",
+     ["    for i in range(len(xs) - 1, -1, -1):\n        if xs[i] == v:\n            return i\n    return -1\n",
+      "    idx = -1\n    for i, x in enumerate(xs):\n        if x == v:\n            idx = i\n    return idx\n",
+      "    if v not in xs:\n        return -1\n    return len(xs) - 1 - xs[::-1].index(v)\n"],
+     ["    for i in range(len(xs) - 1, 0, -1):\n        if xs[i] == v:\n            return i\n    return -1\n",
+      "    idx = -1\n    for i, x in enumerate(xs):\n        if x != v:\n            idx = i\n    return idx\n",
+      "    return len(xs) - 1 - xs[::-1].index(v)\n"],
+     "last_index([1, 2, 1], 1) == 2", ["last_index([], 3) == -1", "last_index([5, 6], 5) == 0",
+                                       "last_index([4, 4, 4], 4) == 2", "last_index([1], 2) == -1"]),
+    ("clip_list", "xs, hi",
+     ["    if hi is None:\n        return list(xs)\n    return [min(x, hi) for x in xs]\n",
+      "    out = []\n    for x in xs:\n        out.append(x if hi is None or x <= hi else hi)\n    return out\n",
+      "    out = list(xs)\n    for i in range(len(out)):\n        if hi is not None and out[i] > hi:\n"
+      "            out[i] = hi\n    return out\n"],
+     ["    out = list(xs)\n    for i in range(len(out) - 1):\n        if hi is not None and out[i] > hi:\n"
+      "            out[i] = hi\n    return out\n",
+      "    if hi is None:\n        return list(xs)\n    return [max(x, hi) for x in xs]\n",
+      "    return [min(x, hi) for x in xs]\n"],
+     "clip_list([1, 5, 3], 4) == [1, 4, 3]", ["clip_list([], 2) == []", "clip_list([9, 9], 9) == [9, 9]",
+                                              "clip_list([7, 1], None) == [7, 1]", "clip_list([6, 8], 5) == [5, 5]"]),
+    ("first_word", "s",
+     ["    parts = s.split()\n    if not parts:\n        return ''\n    return parts[0]\n",
+      "    s = s.strip()\n    i = 0\n    while i < len(s) and not s[i].isspace():\n        i += 1\n    return s[:i]\n",
+      "    for w in s.split():\n        return w\n    return ''\n"],
+     ["    s = s.strip()\n    i = 0\n    while i < len(s) and not s[i].isspace():\n        i += 1\n"
+      "    return s[:i + 1]\n",
+      "    s = s.strip()\n    i = 0\n    while i < len(s) and s[i].isspace():\n        i += 1\n    return s[:i]\n",
+      "    parts = s.split()\n    return parts[0]\n"],
+     "first_word('hello world') == 'hello'", ["first_word('') == ''", "first_word('  a b') == 'a'",
+                                              "first_word('one two') == 'one'", "first_word('   ') == ''"]),
+    ("safe_div", "a, b",
+     ["    if b == 0:\n        return None\n    return a / b\n",
+      "    try:\n        return a / b\n    except ZeroDivisionError:\n        return None\n",
+      "    return None if b == 0 else a / b\n"],
+     ["    if b < 1:\n        return None\n    return a / b\n",
+      "    return None if b == 0 else a // b\n",
+      "    return a / b\n"],
+     "safe_div(6, 4) == 1.5", ["safe_div(1, 0) is None", "safe_div(-6, 3) == -2.0", "safe_div(5, -2) == -2.5",
+                               "safe_div(0, 7) == 0.0"]),
+    ("count_char", "s, c",
+     ["    return s.lower().count(c.lower())\n",
+      "    n = 0\n    for ch in s.lower():\n        if ch == c.lower():\n            n += 1\n    return n\n",
+      "    return sum(1 for ch in s if ch.lower() == c.lower())\n"],
+     ["    return sum(1 for ch in s[1:] if ch.lower() == c.lower())\n",
+      "    n = 0\n    for ch in s.lower():\n        if ch != c.lower():\n            n += 1\n    return n\n",
+      "    return s.count(c)\n"],
+     "count_char('banana', 'a') == 3", ["count_char('', 'x') == 0", "count_char('Aa', 'a') == 2",
+                                        "count_char('abc', 'b') == 1", "count_char('bob', 'b') == 2"]),
+    ("running_max", "xs",
+     ["    out = []\n    best = None\n    for x in xs:\n        best = x if best is None or x > best else best\n"
+      "        out.append(best)\n    return out\n",
+      "    out = []\n    for i in range(len(xs)):\n        out.append(max(xs[: i + 1]))\n    return out\n",
+      "    if not xs:\n        return []\n    out = [xs[0]]\n    for x in xs[1:]:\n"
+      "        out.append(max(out[-1], x))\n"
+      "    return out\n"],
+     ["    out = []\n    for i in range(len(xs)):\n        out.append(max(xs[: i + 2]))\n    return out\n",
+      "    out = []\n    best = None\n    for x in xs:\n        best = x if best is None or x < best else best\n"
+      "        out.append(best)\n    return out\n",
+      "    out = [xs[0]]\n    for x in xs[1:]:\n        out.append(max(out[-1], x))\n    return out\n"],
+     "running_max([1, 3, 2]) == [1, 3, 3]", ["running_max([]) == []", "running_max([5]) == [5]",
+                                             "running_max([2, 1, 4]) == [2, 2, 4]",
+                                             "running_max([-1, -3]) == [-1, -1]"]),
+    ("is_sorted", "xs",
+     ["    for i in range(len(xs) - 1):\n        if xs[i] > xs[i + 1]:\n            return False\n    return True\n",
+      "    return all(a <= b for a, b in zip(xs, xs[1:]))\n",
+      "    return list(xs) == sorted(xs)\n"],
+     ["    for i in range(len(xs) - 2):\n        if xs[i] > xs[i + 1]:\n            return False\n    return True\n",
+      "    return all(a < b for a, b in zip(xs, xs[1:]))\n",
+      "    return xs == sorted(xs)\n"],
+     "is_sorted([1, 2, 5]) is True", ["is_sorted([]) is True", "is_sorted([3, 1]) is False",
+                                      "is_sorted([2, 2, 3]) is True", "is_sorted((1, 2)) is True",
+                                      "is_sorted([1, 3, 2]) is False"]),
+]
+# A helper whose bug breaks its caller's tests: digit_sum calls digits; the third region is independent.
+HELPER = [
+    ("digits", "n",
+     ["    return [int(ch) for ch in str(abs(n))]\n",
+      "    n = abs(n)\n    out = []\n    while True:\n        out.append(n % 10)\n        n //= 10\n"
+      "        if n == 0:\n"
+      "            return out[::-1]\n"],
+     ["    return [int(ch) for ch in str(abs(n))[1:]]\n",
+      "    n = abs(n)\n    out = []\n    while True:\n        out.append(n // 10)\n        n //= 10\n"
+      "        if n == 0:\n"
+      "            return out[::-1]\n",
+      "    return [int(ch) for ch in str(n)]\n"],
+     "digits(305) == [3, 0, 5]", ["digits(0) == [0]", "digits(-42) == [4, 2]", "digits(7) == [7]"]),
+    ("digit_sum", "n",
+     ["    return sum(digits(n))\n", "    total = 0\n    for d in digits(n):\n        total += d\n    return total\n"],
+     ["    return sum(digits(n)[1:])\n", "    return max(digits(n))\n"],
+     "digit_sum(123) == 6", ["digit_sum(-45) == 9", "digit_sum(0) == 0", "digit_sum(909) == 18"]),
+    MESSY[5],
+]
+MESSY_TASKS = [MESSY[0:3], MESSY[3:6], MESSY[6:9]]
+# scenario -> what a trajectory does (see plan()); the helper scenario uses the HELPER task only
+SCENARIOS = ("variants WF", "variants SR", "skill WF", "imbalanced SR", "repair", "rewrite", "helper WF")
+
+
+def version_code(r, v: int, style: int = 0) -> str:
+    """Version v of region r: v < len(correct) is a correct implementation, the rest are its bugs."""
+    name, sig, good, bad = r[:4]
+    body = (good + bad)[v]
+    if style:
+        body = f"    # {name}: my approach\n" + body.replace(" = ", " =  ", 1)
+    return f"def {name}({sig}):\n{body}"
+
+
+def messy_task(k: int, regions) -> Task:
+    starter = "\n\n".join(f"def {r[0]}({r[1]}):\n    pass\n" for r in regions)
+    return Task(id=f"bench/credit/messy/{k}", prompt="Implement the three functions of solution.py.",
+                files={"solution.py": starter}, public_tests=[Test("assert", f"assert {r[4]}") for r in regions],
+                hidden_tests=[Test("assert", f"assert {h}") for r in regions for h in r[5]])
+
+
+def plan(scn: str, regions, rng: random.Random, public_ok) -> tuple:
+    """One trajectory of a scenario as a hashable plan: (style, turns), each turn ("wf", versions) or ("sr", j, v)."""
+    n_ok = [len(r[2]) for r in regions]
+
+    def pick(j, p_ok):
+        return rng.randrange(n_ok[j]) if rng.random() < p_ok else n_ok[j] + rng.randrange(len(regions[j][3]))
+
+    style = rng.randrange(2)
+    if scn in ("variants WF", "helper WF"):
+        return style, (("wf", tuple(pick(j, 0.5) for j in range(3))),)
+    if scn == "skill WF":  # correctness correlated across functions: one skill per trajectory
+        s = rng.choice((0.15, 0.5, 0.85))
+        return style, (("wf", tuple(pick(j, s) for j in range(3))),)
+    if scn in ("variants SR", "imbalanced SR"):
+        p = (0.15, 0.85, 0.85) if scn == "imbalanced SR" else (0.5, 0.5, 0.5)
+        return style, tuple(("sr", j, pick(j, p[j])) for j in rng.sample(range(3), 3))
+    vs = tuple(pick(j, 0.5) for j in range(3))
+    turns = [("wf", vs)]
+    failing = [j for j in range(3) if not public_ok[j][vs[j]]]
+    if scn == "repair":  # after feedback: search/replace fixes of the functions whose public test failed
+        for j in failing:
+            if rng.random() < 0.8:
+                turns.append(("sr", j, pick(j, 0.7)))
+    else:  # rewrite: the whole file again, the parts already right re-emitted unchanged
+        if failing:
+            turns.append(("wf", tuple(pick(j, 0.7) if j in failing or vs[j] >= n_ok[j] and rng.random() < 0.5
+                                      else vs[j] for j in range(3))))
+    return style, tuple(turns)
+
+
+def messy_script(regions, p: tuple):
+    """(responses, spans): spans = (turn, char start, char end, correct?) of each function a turn wrote anew."""
+    style, turns = p
+    cur: list[int | None] = [None] * 3
+    out, spans = [], []
+    for t, step in enumerate(turns):
+        last = t + 1 == len(turns)
+        if step[0] == "wf":
+            resp = f"{THOUGHTS[style]}\n```python\n"
+            for j, r in enumerate(regions):
+                code = version_code(r, step[1][j], style)
+                if cur[j] != step[1][j]:  # re-emitted code is not in the diff; it is not scored here
+                    spans.append((t, len(resp), len(resp) + len(code) - 1, step[1][j] < len(r[2])))
+                resp += code + ("\n\n" if j < 2 else "")
+            out.append(resp + "```\n" + ("finish\n" if last else ""))
+            cur = list(step[1])
+        else:
+            _, j, v = step
+            r = regions[j]
+            old = version_code(r, cur[j], style) if cur[j] is not None else f"def {r[0]}({r[1]}):\n    pass\n"
+            head = f"Next, `{r[0]}`." if style == 0 else f"Now I fix {r[0]}."
+            resp = f"{head}\nsolution.py\n```python\n<<<<<<< SEARCH\n{old}=======\n"
+            code = version_code(r, v, style)
+            spans.append((t, len(resp), len(resp) + len(code) - 1, v < len(r[2])))
+            out.append(resp + code + ">>>>>>> REPLACE\n```\n" + ("finish\n" if last else ""))
+            cur[j] = v
+    return out, spans
+
+
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     """Mann–Whitney AUC with ties counted 1/2."""
     allv = np.concatenate([pos, neg])
@@ -178,83 +379,171 @@ def measure(groups, cfg) -> tuple[float, float]:
     return wins / max(pairs, 1), auc(np.concatenate(pos), np.concatenate(neg))
 
 
+def draw(rng, G, what, rw, cache, pools):
+    """One group of G (trajectory, spans) of a column: clean draws fresh, messy samples its task's pool."""
+    if what in PROTOCOLS:
+        k = rng.randrange(3)
+        return [cache[("clean", what, k, tuple(rng.random() < 0.5 for _ in range(3)),
+                       (0, 1, 2) if what == "whole-file" else tuple(rng.sample(range(3), 3)), rng.randrange(2))][rw]
+                for _ in range(G)]
+    k = 3 if what == "helper WF" else rng.randrange(3)
+    return [cache[key][rw] for key in rng.sample(pools[(what, k)], G)]
+
+
+def draw_groups(rng, G, n_groups, cfg, draw_one):
+    """n_groups groups with DAPO dynamic sampling (all-equal returns dropped, redrawn); returns (kept, dropped)."""
+    groups, skipped = [], []
+    while len(groups) < n_groups:
+        group = draw_one()
+        if didpo.has_signal([tr for tr, _ in group], cfg):
+            groups.append(group)
+        else:
+            skipped.append(group)
+    return groups, skipped
+
+
+def check_premise(task, regions, code_of, n_versions) -> list[list[bool]]:
+    """Every version passes all its tests iff it is correct; returns whether each version passes its public test."""
+    from sandbox import grade
+    public_ok = []
+    for j, r in enumerate(regions):
+        row = []
+        for v in range(n_versions(r)):
+            others = "\n\n".join(code_of(q, 0, 0) for q in regions[:j])  # a caller needs its helper (correct)
+            code = (others + "\n\n" if others else "") + code_of(r, v, 0)
+            tests = [Test("assert", f"assert {r[4]}")] + [Test("assert", f"assert {h}") for h in r[5]]
+            got = grade(code, tests, stop_on_first_failure=False)
+            assert all(x.passed for x in got) == (v < len(r[2])), (r[0], v, got)
+            row.append(got[0].passed)
+        public_ok.append(row)
+    return public_ok
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--groups", type=int, default=0, help="groups per column (default: 1600 / G trajectories)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--groups", type=int, default=0, help="groups per column and seed (default: 800 / G trajectories)")
+    ap.add_argument("--seeds", type=str, default="0,1", help="comma-separated seeds; the table shows the worst")
+    ap.add_argument("--pool", type=int, default=64, help="distinct trajectories per messy task and seed")
+    ap.add_argument("--only", type=str, default="", help="run only scenarios whose name contains this")
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME:FIELD=V,...",
+                    help="one more didpo estimator to measure, e.g. 'a=3:baseline=ridge,ridge=3'")
     args = ap.parse_args()
+    for spec in args.extra:
+        name, _, fields = spec.partition(":")
+        types = {f.name: type(f.default) for f in dataclasses.fields(didpo.AdvConfig)}
+        kv = dict(x.split("=", 1) for x in fields.split(",") if x)
+        kv = {k: v == "True" if types[k] is bool else types[k](v) for k, v in kv.items()}
+        ESTIMATORS.append((name, didpo.AdvConfig(**kv)))
+    seeds = [int(x) for x in args.seeds.split(",")]
     torch.set_num_threads(1)
     tok = transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())
-    tasks_ = [(make_task(k, REGIONS[3 * k: 3 * k + 3]), REGIONS[3 * k: 3 * k + 3]) for k in range(3)]
-    for task, regions in tasks_:  # the benchmark's premise, checked: the twin fails the tests the correct code passes
+    t0 = time.perf_counter()
+    clean_tasks = [(make_task(k, REGIONS[3 * k: 3 * k + 3]), REGIONS[3 * k: 3 * k + 3]) for k in range(3)]
+    for task, regions in clean_tasks:  # the clean premise: the twin fails the tests the correct code passes
         from sandbox import grade
         for j, r in enumerate(regions):
             for ok, style in itertools.product((True, False), (0, 1)):
                 got = grade(region_code(r, ok, style), [task.public_tests[j]] + task.hidden_tests[3 * j: 3 * j + 3],
                             stop_on_first_failure=False)
                 assert all(v.passed for v in got) == ok and (ok or not got[0].passed), (r[0], ok, got)
+    messy_tasks = [(messy_task(k, rs), rs) for k, rs in enumerate(MESSY_TASKS)] + [(messy_task(3, HELPER), HELPER)]
+    public_ok = [check_premise(task, rs, version_code, lambda r: len(r[2]) + len(r[3])) for task, rs in messy_tasks]
+    print(f"checked every version against its tests in {time.perf_counter() - t0:.0f} s")
 
-    cache: dict[tuple, env.Trajectory] = {}
-    keys = [(k, p, rw, ok, order, style) for k in range(3) for p in PROTOCOLS for rw in REWARDS
-            for ok in itertools.product((False, True), repeat=3)
-            for order in ([(0, 1, 2)] if p == "whole-file" else itertools.permutations(range(3)))
-            for style in (0, 1)]
-    t0 = time.perf_counter()
+    # every trajectory is replayed with per-turn shaping (graded); its binary twin is the same record
+    # with the step rewards zeroed, which is what shaping_coef = 0 replays (checked below on a sample)
+    jobs: dict[tuple, tuple] = {}   # key -> (task, regions, responses, spans)
+    if "clean".find(args.only) >= 0 or not args.only:
+        for k, (task, regions) in enumerate(clean_tasks):
+            for p in PROTOCOLS:
+                for ok in itertools.product((False, True), repeat=3):
+                    for order in ([(0, 1, 2)] if p == "whole-file" else itertools.permutations(range(3))):
+                        for style in (0, 1):
+                            jobs[("clean", p, k, ok, order, style)] = (task, regions,
+                                                                       *script(regions, ok, order, p, style))
+    pools: dict[int, dict[tuple, list[tuple]]] = {}
+    for seed in seeds:
+        rng = random.Random(1000 + seed)
+        for scn in SCENARIOS:
+            if args.only and args.only not in scn:
+                continue
+            ks = [3] if scn == "helper WF" else [0, 1, 2]
+            for k in ks:
+                task, regions = messy_tasks[k]
+                keys = []
+                for _ in range(args.pool):
+                    pl = plan(scn, regions, rng, public_ok[k])
+                    key = ("messy", k, pl)
+                    if key not in jobs:
+                        jobs[key] = (task, regions, *messy_script(regions, pl))
+                    keys.append(key)
+                pools.setdefault(seed, {})[(scn, k)] = keys
 
     def run(key):
-        k, p, rw, ok, order, style = key
-        task, regions = tasks_[k]
-        responses, spans = script(regions, ok, order, p, style)
-        tr = env.replay(task, responses, tok, max_turns=len(responses), **REWARDS[rw])
-        for (t, s, e, _), r in zip(spans, [regions[j] for j in order] if p != "whole-file" else regions):
-            assert tr.turns[t].response[s:e].startswith(f"def {r[0]}("), "replay changed the response text"
-        return key, (tr, spans)
+        task, regions, responses, spans = jobs[key]
+        tr = env.replay(task, responses, tok, max_turns=len(responses), shaping_coef=1.0)
+        for t, s, e, _ in spans:
+            assert tr.turns[t].response[s:e].startswith("def "), "replay changed the response text"
+        binary = copy.deepcopy(tr)
+        for turn in binary.turns:
+            turn.reward = 0.0
+        return key, {"graded": (tr, spans), "binary": (binary, spans)}
 
+    t0 = time.perf_counter()
+    cache: dict[tuple, dict] = {}
     with ThreadPoolExecutor(2) as pool:
-        for key, val in pool.map(run, keys):
+        for key, val in pool.map(run, list(jobs)):
             cache[key] = val
     print(f"replayed {len(cache)} distinct trajectories (env.replay: tokens, edits, sandbox) "
           f"in {time.perf_counter() - t0:.0f} s")
+    sample = [k for k in jobs if k[0] == "messy"][:2] + [k for k in jobs if k[0] == "clean"][:1]
+    for key in sample:  # the binary twin is what the environment gives without shaping
+        task, regions, responses, _ = jobs[key]
+        b = env.replay(task, responses, tok, max_turns=len(responses), shaping_coef=0.0)
+        twin = cache[key]["binary"][0]
+        assert b.reward == twin.reward and [t.reward for t in b.turns] == [t.reward for t in twin.turns]
+        assert b.token_ids == twin.token_ids
 
-    rng = random.Random(args.seed)
-    columns = [(p, rw, G) for p in PROTOCOLS for rw in REWARDS for G in (8, 32)]
-    results: dict[tuple, tuple[float, float]] = {}
-    dropped = {}
-    for p, rw, G in columns:
-        n_groups = args.groups or 1600 // G
-        groups, drops, skipped = [], 0, []
-        while len(groups) < n_groups:
-            k = rng.randrange(3)
-            group = []
-            for _ in range(G):
-                ok = tuple(rng.random() < 0.5 for _ in range(3))
-                order = (0, 1, 2) if p == "whole-file" else tuple(rng.sample(range(3), 3))
-                group.append(cache[(k, p, rw, ok, order, rng.randrange(2))])
-            if not didpo.has_signal([tr for tr, _ in group], ESTIMATORS[0][1]):
-                drops += 1
-                skipped.append(group)
-                continue
-            groups.append(group)
-        dropped[(p, rw, G)] = drops / (drops + n_groups)
-        for name, cfg in ESTIMATORS:
-            results[(name, p, rw, G)] = measure(groups, cfg)
-        results[("contrast, no DS", p, rw, G)] = measure(groups + skipped, ESTIMATORS[-1][1])
+    columns = []
+    if not args.only or "clean".find(args.only) >= 0:
+        columns += [(f"clean {'WF' if p == 'whole-file' else 'SR'}", p) for p in PROTOCOLS]
+    columns += [(scn, scn) for scn in SCENARIOS if not args.only or args.only in scn]
+    names = [n for n, _ in ESTIMATORS]
+    results: dict[tuple, list] = defaultdict(list)   # (name, column, rw, G) -> [(acc, auc) per seed]
+    dropped: dict[tuple, list] = defaultdict(list)
+    for seed in seeds:
+        rng = random.Random(seed)
+        for col, what in columns:
+            for rw in REWARDS:
+                for G in (8, 32):
+                    groups, skipped = draw_groups(rng, G, args.groups or 800 // G, ESTIMATORS[0][1],
+                                                  functools.partial(draw, rng, G, what, rw, cache, pools.get(seed, {})))
+                    dropped[(col, rw, G)].append(len(skipped) / (len(skipped) + len(groups)))
+                    for name, cfg in ESTIMATORS:
+                        results[(name, col, rw, G)].append(measure(groups, cfg))
 
-    head = [f"{'WF' if p == 'whole-file' else 'SR'} {rw[:3]} G={G}" for p, rw, G in columns]
-    print("\nwithin-trajectory accuracy / token AUC   (WF = whole-file rewrite in one turn, SR = one "
-          "search/replace per region per turn; bin = binary reward, gra = graded per turn)")
-    print(f"{'estimator':18s}" + "".join(f"{h:>14s}" for h in head))
-    for name, _ in ESTIMATORS:
-        cells = [results[(name, *c)] for c in columns]
-        print(f"{name:18s}" + "".join(f"{a:8.2f}/{u:.2f}" for a, u in cells))
-    print(f"{'groups dropped':18s}" + "".join(f"{dropped[c]:>14.0%}" for c in columns))
-    cells = [results[("contrast, no DS", *c)] for c in columns]
-    print(f"{'contrast, no DS':18s}" + "".join(f"{a:8.2f}/{u:.2f}" for a, u in cells)
-          + "   (didpo contrast with the dropped groups kept: every advantage there is 0, pairs tie)")
-    ok = all(results[("didpo contrast", p, rw, G)][0] >= (0.90 if G == 32 else 0.80)
-             and results[("didpo contrast", p, rw, G)][1] >= 0.85 for p, rw, G in columns)
-    print(f"\ngoal (didpo contrast: acc >= 0.90 @ G=32, >= 0.80 @ G=8, AUC >= 0.85 everywhere): "
-          f"{'met' if ok else 'NOT met'}")
+    print("\nwithin-trajectory accuracy / token AUC, the worst over seeds " + str(seeds)
+          + "  (WF = whole file in one turn, SR = one search/replace per function per turn)")
+    print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>18s}" for n in names))
+    worst = {}
+    for col, _ in columns:
+        for rw in REWARDS:
+            for G in (8, 32):
+                cells = []
+                for n in names:
+                    rs = results[(n, col, rw, G)]
+                    worst[(n, col, rw, G)] = (min(a for a, _ in rs), min(u for _, u in rs))
+                    a, u = worst[(n, col, rw, G)]
+                    cells.append(f"{a:.2f}/{u:.2f}")
+                d = dropped[(col, rw, G)]
+                label = f"{col} {rw[:3]} G={G}"
+                print(f"{label:26s}{sum(d) / len(d):5.0%}" + "".join(f"{c:>18s}" for c in cells))
+    default = f"didpo {didpo.AdvConfig().baseline}"
+    miss = [(col, rw, G) for col, _ in columns for rw in REWARDS for G in (8, 32)
+            if worst[(default, col, rw, G)][0] < (0.99 if col.startswith("clean") else 0.90 if G == 32 else 0.80)
+            or worst[(default, col, rw, G)][1] < 0.85]
+    print(f"\ngoal ({default}: acc >= 0.90 @ G=32, >= 0.80 @ G=8, clean >= 0.99, AUC >= 0.85 everywhere): "
+          + ("met" if not miss else f"NOT met in {miss}"))
 
 
 if __name__ == "__main__":

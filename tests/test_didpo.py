@@ -114,9 +114,40 @@ def test_grpo_by_hand(wf):
     assert float(advs[0][wf[0].turns[0].span[0]]) == pytest.approx(0.75 / (sd + 1e-6), rel=1e-6)
 
 
+def test_ridge_values_by_hand():
+    # one anchor held by trajectory 0 of 2, y = (1, 0), α = 1: the primal is β = x_c·y_c / (|x_c|² + α)
+    # = (0.5·0.5 + 0.5·0.5) / (0.5 + 1) = 1/3; an anchor held by all (or none) has β = 0
+    assert didpo.ridge_values([1.0, 0.0], [{0}], 1.0).tolist() == pytest.approx([1 / 3])
+    assert didpo.ridge_values([1.0, 0.0, 0.0], [{0, 1, 2}, set()], 1.0).tolist() == [0.0, 0.0]
+    # two anchors, one the complement of the other: β = (b, -b), X_c β = 2b·(.5, -.5), and
+    # 2(.5 - b)² + 2b² is least at b = 1/4: the value splits between them, opposite signs
+    b = didpo.ridge_values([1.0, 0.0], [{0}, {1}], 1.0)
+    assert b.tolist() == pytest.approx([1 / 4, -1 / 4])
+    # mean_std_norm: y divided by its std (0.5) first, so β doubles
+    assert didpo.ridge_values([1.0, 0.0], [{0}], 1.0, "mean_std_norm", eps=0.0).tolist() == pytest.approx([2 / 3])
+
+
+def test_didpo_ridge_by_hand(wf):
+    stats: dict = {}
+    cr = didpo.compute_credit(wf, didpo.AdvConfig(), stats)
+    _masked_zero(wf, cr.token_adv)
+    assert stats[didpo.COVERAGE] == stats["token_coverage"] and 0 < stats[didpo.COVERAGE] < 1
+    # R = (1, 0, 0, 0), y_c = (.75, -.25, -.25, -.25); f ok is held by {0, 1}, f bad by {2, 3}, g ok by {0, 2},
+    # g bad by {1, 3}. Centered columns ±u, ±v with u = (.5, .5, -.5, -.5), v = (.5, -.5, .5, -.5), orthonormal,
+    # X_c X_cᵀ = 2uuᵀ + 2vvᵀ; w = (X_c X_cᵀ + I)⁻¹ y_c puts u·y_c / 3 = (.5)/3 on u, so β(f ok) = u·w = 1/6,
+    # β(f bad) = -1/6, and the same for g (v·y_c = .5). The contrast would give ±0.5.
+    assert sorted(cr.holders.values()) == [[0, 1], [0, 2], [1, 3], [2, 3]]
+    for i, (f, g, ae) in enumerate([(F_OK, G_OK, .75), (F_OK, G_BAD, -.25), (F_BAD, G_OK, -.25), (F_BAD, G_BAD, -.25)]):
+        tr, a = wf[i], cr.token_adv[i]
+        rf, rg = region(tr.turns[0], f), region(tr.turns[0], g)
+        assert values(tr, a, 0, rf) == {round(ae + (1 / 6 if f == F_OK else -1 / 6), 5)}
+        assert values(tr, a, 0, rg) == {round(ae + (1 / 6 if g == G_OK else -1 / 6), 5)}
+        assert outside(tr, a, 0, [rf, rg]) == {ae}
+
+
 def test_didpo_contrast_by_hand(wf):
     stats: dict = {}
-    advs = didpo.compute_advantages(wf, didpo.AdvConfig(), stats)
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(baseline="contrast"), stats)
     _masked_zero(wf, advs)
     assert stats["anchors"] == 4 and stats["anchors_block"] == 1.0 and 0 < stats["token_coverage"] < 1
     # A^D(f ok) = mean R over {0, 1} - mean over {2, 3} = 0.5; the twin gets -0.5; the same for g
@@ -154,7 +185,7 @@ def test_multi_turn_returns_gigpo_and_didpo_by_hand(sr3):
             assert torch.allclose(a[turn.span[0]:turn.span[1]], torch.tensor(w[t]))
     # didpo contrast on G_{i,1}: f ok in {A, B}: (1.25 + .5)/2 - .25 = .625; g ok in {A, C}: .75 - .5 = .25;
     # the lone twins f bad (C) and g bad (B) stay singletons (joining would make the anchor universal)
-    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(gamma=0.5))
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(baseline="contrast", eta=0.8, gamma=0.5))
     cases = [(0, 0, F_OK, 1.625), (0, 1, G_OK, 1.25), (1, 0, F_OK, 0.125), (1, 1, G_BAD, -0.5),
              (2, 0, F_BAD, -0.5), (2, 1, G_OK, -0.25)]
     for i, t, code, want in cases:
@@ -194,7 +225,7 @@ def test_failed_edit_earns_no_diff_credit(tiny_tokenizer):
 
 
 @pytest.mark.parametrize("algo,baseline", [("grpo", "contrast"), ("gigpo", "contrast"), ("didpo", "contrast"),
-                                           ("didpo", "group_mean")])
+                                           ("didpo", "ridge"), ("didpo", "group_mean")])
 @pytest.mark.parametrize("norm", ["mean_norm", "mean_std_norm"])
 def test_degenerate_groups_give_finite_zeros(wf, sr3, tiny_tokenizer, algo, baseline, norm):
     cfg = didpo.AdvConfig(algo=algo, baseline=baseline, norm=norm)
@@ -304,3 +335,32 @@ def test_replayed_group_puts_credit_on_the_correct_function(tiny_tokenizer):
     _masked_zero(group, advs)
     t = group[1].turns[0]
     assert min(values(group[1], advs[1], 0, region(t, F_OK))) > max(values(group[1], advs[1], 0, region(t, G_BAD)))
+
+
+def test_ridge_beats_contrast_on_a_messy_scenario():
+    """bench/credit.py's "imbalanced SR" scenario (3 implementations and 3 bug kinds per function, one function
+    right 15% of the time, one search/replace per function per turn, binary reward), 3 groups of 32 replayed
+    through the environment with the embedded tokenizer. The contrast credits a correct version of the hard
+    function with its writers' other pieces; the ridge holds those fixed. Thresholds: measured 0.98 / 0.74."""
+    import random
+
+    import transformers
+
+    import rollout
+    from bench import credit as bench
+
+    tok = transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())
+    regions = bench.MESSY_TASKS[1]
+    task = bench.messy_task(1, regions)
+    public_ok = [[True] * 6 for _ in regions]  # only the repair and rewrite scenarios read it
+    rng, groups = random.Random(0), []
+    while len(groups) < 3:
+        group = []
+        for _ in range(32):
+            responses, spans = bench.messy_script(regions, bench.plan("imbalanced SR", regions, rng, public_ok))
+            group.append((env.replay(task, responses, tok, max_turns=len(responses)), spans))
+        if didpo.has_signal([tr for tr, _ in group], didpo.AdvConfig()):
+            groups.append(group)
+    ridge, _ = bench.measure(groups, didpo.AdvConfig())
+    contrast, _ = bench.measure(groups, didpo.AdvConfig(baseline="contrast", eta=0.8))
+    assert ridge >= 0.95 and contrast <= 0.85, (ridge, contrast)
