@@ -93,6 +93,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import builtins
 import json
 import os
 import signal
@@ -212,8 +213,7 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
         for k, t in enumerate(tests):
             conv = convert_assert(t.input) if t.kind == "assert" else None
             if conv:
-                cases[k] = {"kind": "expr", "input": "", "fn": conv[0], "args": conv[1], "kwargs": conv[2]}
-                checks[k] = conv[3]
+                cases[k], checks[k] = {"kind": "expr", "input": conv[0]}, conv[1]
             elif t.kind == "assert":
                 cases[k]["input"] = harden_assert(t.input)
     job = {"kind": "grade", "mode": mode, "fn_name": fn_name, "cases": cases, "stop": stop_on_first_failure,
@@ -395,8 +395,8 @@ def _judge_verdict(test, rec: dict, limits: Limits) -> Verdict:
     return Verdict(True, "pass") if why is None else Verdict(False, "wrong", why)
 
 
-def _expr_verdict(check, rec: dict, limits: Limits) -> Verdict:
-    """A converted assert (strict mode): the sandbox's claim, parsed as plain data, checked here."""
+def _expr_verdict(checks: list, rec: dict, limits: Limits) -> Verdict:
+    """Converted asserts (strict mode): the sandbox's claimed values, parsed as plain data, checked here."""
     v = _limit_verdict(rec, limits)
     if v:
         return v
@@ -404,10 +404,15 @@ def _expr_verdict(check, rec: dict, limits: Limits) -> Verdict:
     if rec["rc"] != 0 or "ret" not in res:
         return Verdict(False, "error", _error_detail(rec))
     try:
-        ok = _outside_eval(check, parse_plain(res["ret"]))
+        got = parse_plain(res["ret"])
+        if type(got) is not list or len(got) != len(checks):
+            return Verdict(False, "error", f"expected {len(checks)} values, got {res['ret'][:100]}")
+        for i, (check, value) in enumerate(zip(checks, got)):
+            if not _outside_eval(check, value):
+                return Verdict(False, "wrong", f"assert {i + 1} failed; got {repr(value)[:100]}")
     except Exception as e:  # not plain data, or the assert itself raised (a TypeError comparing, ...)
         return Verdict(False, "error", f"{type(e).__name__}: {e}"[:300])
-    return Verdict(True, "pass") if ok else Verdict(False, "wrong", f"assertion failed; got {res['ret'][:100]}")
+    return Verdict(True, "pass")
 
 
 def _lcb_verdict(rec: dict, limits: Limits) -> Verdict:
@@ -1491,6 +1496,7 @@ _PLAIN_TYPES = (type(None), bool, int, float, complex, str, bytes, list, tuple, 
 _SAFE_FUNCS = {f.__name__: f for f in (set, frozenset, sorted, list, tuple, dict, abs, len, round, min, max, sum,
                                        str, int, float, bool, any, all)}
 _GENERATOR = type((lambda: (yield))())
+_BUILTINS = set(dir(builtins)) | {"isclose"}  # names whose calls are never the solution call
 _GOT = "__didpo_got__"  # the placeholder for the solution call's value inside a converted assert
 _EVAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp,
                ast.Compare, ast.BoolOp, ast.Call, ast.Name, ast.Attribute, ast.keyword, ast.Load, ast.operator,
@@ -1498,43 +1504,47 @@ _EVAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.D
 
 
 def convert_assert(src: str):
-    """`(fn_name, args_repr, kwargs_repr, check)` when `src` is one simple assert on one solution call, else None.
+    """`(sandbox_src, checks)` when every assert of `src` is simple, else None.
 
-    `check` is the assert's condition with the call replaced by the name `_GOT`; `_outside_eval` runs it here.
+    Simple: a top-level assert whose condition holds exactly one call of a non-builtin (the solution call:
+    `f(args)`, `c.get(1)`) and is otherwise literals, operators, whitelisted builtins and math.isclose.
+    `sandbox_src` is `src` with each such assert replaced by `__didpo_claim__(<the call>)`: other
+    statements (imports, setup, `c.put(1, 10)`) still run in the sandbox, expected values do not go
+    there. `checks[i]` is assert i's condition with its call replaced by the name `_GOT`.
     """
     try:
-        body = ast.parse(src).body
-    except SyntaxError:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    imports = [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom))]
-    asserts = [s for s in body if isinstance(s, ast.Assert)]
-    if len(asserts) != 1 or len(imports) + 1 != len(body) or any(
-            a.name != "math" for s in imports if isinstance(s, ast.Import) for a in s.names) or any(
-            isinstance(s, ast.ImportFrom) and (s.module != "math" or [a.name for a in s.names] != ["isclose"])
-            for s in imports):
-        return None
-    test = asserts[0].test
-    calls = [n for n in ast.walk(test) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id not in _SAFE_FUNCS and n.func.id != "isclose"]
-    if len(calls) != 1:
-        return None
-    call = calls[0]
-    try:
-        args = [ast.literal_eval(a) for a in call.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if None in kwargs:  # **kwargs
-        return None
+    checks = []
+    for i, stmt in enumerate(tree.body):
+        if not isinstance(stmt, ast.Assert):
+            if any(isinstance(n, ast.Assert) for n in ast.walk(stmt)):
+                return None  # an assert in a loop or a function: not a fixed list of claims
+            continue
+        calls = [n for n in ast.walk(stmt.test) if isinstance(n, ast.Call) and not (
+            isinstance(n.func, ast.Name) and n.func.id in _BUILTINS or _dotted_is(n.func, "math.isclose"))]
+        if len(calls) != 1:
+            return None
+        call = calls[0]
 
-    class Swap(ast.NodeTransformer):
-        def visit_Call(self, node):
-            return ast.Name(_GOT, ast.Load()) if node is call else self.generic_visit(node)
+        class Swap(ast.NodeTransformer):
+            def visit_Call(self, node):
+                return ast.Name(_GOT, ast.Load()) if node is call else self.generic_visit(node)  # noqa: B023
 
-    check = ast.Expression(Swap().visit(test))
-    if not all(_evaluable(n) for n in ast.walk(check)):
+        check = ast.Expression(Swap().visit(stmt.test))
+        if not all(_evaluable(n) for n in ast.walk(check)):
+            return None
+        checks.append(check)
+        tree.body[i] = ast.Expr(ast.Call(ast.Name("__didpo_claim__", ast.Load()), [call], []))
+    if not checks:
         return None
-    return call.func.id, repr(args), repr(kwargs), check
+    return ast.unparse(ast.fix_missing_locations(tree)), checks
+
+
+def _dotted_is(node, name: str) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+        f"{node.value.id}.{node.attr}" == name
 
 
 def _evaluable(n) -> bool:
@@ -1715,25 +1725,24 @@ def _strict_child(case: dict, path: str, fn_name: str | None, w: int, nonce: str
     sys.modules["solution"], sys.argv, g = mod, [path], mod.__dict__
     kind = case["kind"]
     try:
-        test = compile(case["input"], "<test>", "exec", dont_inherit=True) if kind == "assert" else None
-        args = ast.literal_eval(case["args"]) if kind == "expr" else None
-        kwargs = ast.literal_eval(case["kwargs"]) if kind == "expr" else None
+        # The test is compiled before any solution code runs: its source cannot be rewritten under us.
+        test = compile(case["input"], "<test>", "exec", dont_inherit=True) if kind != "call" else None
         with open(path, "rb") as f:
             code = compile(f.read(), path, "exec", dont_inherit=True)
         if kind == "call":
             run(_JUDGE_CALL_PRELUDE, g)
         run(code, g)
-        if kind == "assert":
-            tg = mkdict(g, __plain__=_plain_check)
-            run(test, tg)
+        if kind == "assert":  # in a copy of the solution's globals: its functions cannot rebind __plain__
+            run(test, mkdict(g, __plain__=_plain_check))
             claim = "K" + nonce
+        elif kind == "expr":
+            claims: list = []
+            run(test, mkdict(g, __didpo_claim__=claims.append))
+            claim = "V" + rep(claims)
         else:
-            name = case["fn"] if kind == "expr" else fn_name
-            fn = getattr(g["Solution"](), name, None) if isinstance(g.get("Solution"), type) else g.get(name)
+            fn = getattr(g["Solution"](), fn_name, None) if isinstance(g.get("Solution"), type) else g.get(fn_name)
             if not callable(fn):
-                raise NameError(f"no function or Solution method named {name!r}")
-            if kind == "expr":
-                claim = "V" + rep(fn(*args, **kwargs))
+                raise NameError(f"no function or Solution method named {fn_name!r}")
             else:
                 ret = fn(*[json.loads(s) for s in case["input"].split("\n") if s.strip()])
                 try:
