@@ -671,7 +671,8 @@ def test_stdio_compares_every_line(mode, printed, ok):
 # Each attack below passes in judge mode (the loophole is real) and fails in strict mode.
 
 ADD = [Case("assert", "assert add(2, 3) == 5"), Case("assert", "assert add(10, 20) == 30")]
-ADD_CHECK = [Case("assert", "def check(candidate):\n    assert candidate(2, 3) == 5\n\ncheck(add)\n")]  # not convertible
+# not convertible: the assert sits in a function
+ADD_CHECK = [Case("assert", "def check(candidate):\n    assert candidate(2, 3) == 5\n\ncheck(add)\n")]
 
 
 @pytest.mark.parametrize("src,sent,value", [
