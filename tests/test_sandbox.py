@@ -753,7 +753,7 @@ def add(a, b):
     while f is not None:
         c = f.f_locals.get('case')
         if isinstance(c, dict) and 'add(%d, %d)' % (a, b) in c['input']:
-            return int(re.search(r'== *(-?[0-9]+)', c['input']).group(1))
+            return int(re.findall(r'-?[0-9]+', c['input'])[-1])
         f = f.f_back
     return 0
 """
