@@ -76,7 +76,6 @@ ALGOS = ("grpo", "gigpo", "didpo")
 BASELINES = ("ridge", "contrast", "group_mean")
 COVERAGE = "token_coverage"  # the stats key of the share of response tokens inside an anchor (train reads it)
 NORMS = ("mean_norm", "mean_std_norm")
-COVERAGE = "token_coverage"  # stats key: share of response tokens inside some anchor's diff region
 
 
 @dataclass

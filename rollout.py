@@ -571,7 +571,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
         reward = r.episode.finish(v)
         groups[k // n].append(env.Trajectory(
             task_id=r.episode.task.id, token_ids=r.token_ids, loss_mask=r.loss_mask, turns=r.episode.turns,
-            reward=reward, sampler_logprobs=r.logprobs, truncated=bool(r.truncated),
+            reward=reward, sampler_logprobs=r.logprobs, truncated=bool(r.truncated), hack=r.episode.hack,
             meta={"episode": k % n, "truncated": r.truncated, "finish_reasons": r.finish_reasons,
                   "prompt_tokens": r.prompt_tokens, "sampled_tokens": sum(r.loss_mask)},
         ))

@@ -91,7 +91,9 @@ outputs never enter the sandbox, so they cannot be read, only guessed.
 
 from __future__ import annotations
 
+import ast
 import atexit
+import builtins
 import json
 import os
 import signal
@@ -103,7 +105,7 @@ from dataclasses import dataclass, field
 TEST_KINDS = ("stdio", "call", "assert")
 STATUSES = ("pass", "wrong", "timeout", "error", "memory", "crash")
 BACKENDS = ("local", "docker", "fusion")
-MODES = ("judge", "lcb")
+MODES = ("judge", "lcb", "strict")
 PYTHON = sys.executable  # the interpreter that runs graded programs and the in-sandbox runner
 DOCKER_IMAGE = os.environ.get("DIDPO_DOCKER_IMAGE", "python:3.11-slim")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -206,6 +208,14 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
         return []
     lcb = mode == "lcb"
     cases = [{"kind": t.kind, "input": t.input, **({"output": t.output} if lcb else {})} for t in tests]
+    checks = [None] * len(tests)  # strict: a converted assert's condition, evaluated here
+    if mode == "strict":
+        for k, t in enumerate(tests):
+            conv = convert_assert(t.input) if t.kind == "assert" else None
+            if conv:
+                cases[k], checks[k] = {"kind": "expr", "input": conv[0]}, conv[1]
+            elif t.kind == "assert":
+                cases[k]["input"] = harden_assert(t.input)
     job = {"kind": "grade", "mode": mode, "fn_name": fn_name, "cases": cases, "stop": stop_on_first_failure,
            "entry": "solution.py"}
     verdicts: list[Verdict] = []
@@ -216,7 +226,8 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
         k = rec["k"]
         if k != len(verdicts) or k >= len(tests):
             return True
-        verdicts.append(_lcb_verdict(rec, limits) if "lcb" in rec else _judge_verdict(tests[k], rec, limits))
+        verdicts.append(_lcb_verdict(rec, limits) if "lcb" in rec else _expr_verdict(checks[k], rec, limits)
+                        if checks[k] else _judge_verdict(tests[k], rec, limits))
         return not (stop_on_first_failure and not verdicts[-1].passed)
 
     deadline = (limits.wall_s + 1.0) * len(tests) + 15.0  # a backstop: the sandbox enforces per-case limits
@@ -382,6 +393,26 @@ def _judge_verdict(test, rec: dict, limits: Limits) -> Verdict:
             False, "wrong", f"got {res['ret'][:100]}, expected {test.output[:100]}")
     why = stdio_mismatch(rec["out"], test.output)
     return Verdict(True, "pass") if why is None else Verdict(False, "wrong", why)
+
+
+def _expr_verdict(checks: list, rec: dict, limits: Limits) -> Verdict:
+    """Converted asserts (strict mode): the sandbox's claimed values, parsed as plain data, checked here."""
+    v = _limit_verdict(rec, limits)
+    if v:
+        return v
+    res = rec.get("res") or {}
+    if rec["rc"] != 0 or "ret" not in res:
+        return Verdict(False, "error", _error_detail(rec))
+    try:
+        got = parse_plain(res["ret"])
+        if type(got) is not list or len(got) != len(checks):
+            return Verdict(False, "error", f"expected {len(checks)} values, got {res['ret'][:100]}")
+        for i, (check, value) in enumerate(zip(checks, got)):
+            if not _outside_eval(check, value):
+                return Verdict(False, "wrong", f"assert {i + 1} failed; got {repr(value)[:100]}")
+    except Exception as e:  # not plain data, or the assert itself raised (a TypeError comparing, ...)
+        return Verdict(False, "error", f"{type(e).__name__}: {e}"[:300])
+    return Verdict(True, "pass")
 
 
 def _lcb_verdict(rec: dict, limits: Limits) -> Verdict:
@@ -892,14 +923,18 @@ def _serve(cfg: dict, emit) -> None:
             emit({"t": "case", "k": got, "lcb": -1, "msg": why})
         return
     for k, c in enumerate(cases):
-        rec = case(lambda: _judge_case(c, path, job.get("fn_name")),  # noqa: B023
+        strict = job["mode"] == "strict" and c["kind"] != "stdio"  # stdio: stdout and exit code are the verdict
+        rec = case(lambda: (_strict_case if strict else _judge_case)(c, path, job.get("fn_name")),  # noqa: B023
                    c["input"].encode() if c["kind"] == "stdio" else b"", lim["wall_s"], lim["cpu_s"])
         if not rec:
             return
         if _Z.get("stopped"):
             return
         lines = [d for d in rec.pop("res_lines") if "iso" not in d]
-        emit({"t": "case", "k": k, "res": lines[-1] if lines else {}, **rec})
+        res = lines[-1] if lines else {}
+        if strict and "urc" in res:  # written by H, out of the solution's reach: U's exit status
+            rec["rc"] = res.pop("urc")
+        emit({"t": "case", "k": k, "res": res, **rec})
         # The host decides pass or wrong; a process that failed on its own is already a failure.
         if _Z.get("stopped") or job["stop"] and (rec["rc"] != 0 or rec["timed_out"] or rec["output_limit"]):
             return
@@ -1435,6 +1470,296 @@ def _judge_case(case: dict, path: str, fn_name: str | None) -> None:
     flushed = _flush()
     os._exit((rc & 0xFF) or flushed)
 
+
+# --- strict grading: training rewards that the graded code cannot write or patch
+#
+# Mode "strict" (env's default) keeps judge semantics and closes the loopholes an in-process harness has:
+#   * expected values never enter the sandbox: a simple assert (`assert f(args) == expected[, msg]`,
+#     `assert expected == f(args)`, `assert abs(f(x) - y) < eps`, `assert f(x) is True`, `assert not f(x)`,
+#     math.isclose, set()/sorted()/... around the call: one call of a solution name with literal arguments,
+#     the rest literal or whitelisted builtins) becomes an "expr" case: the sandbox returns repr(f(args)),
+#     the host parses it as a literal (plain data only: an object with a custom __eq__ cannot survive
+#     ast.literal_eval) and evaluates the assert itself (`_outside_eval`). call tests: JSON, compared here.
+#   * the result channel is out of reach: the case child (H, our code only) forks the process U that runs
+#     the solution; U closes fd 3 before any solution code runs and hands H its claim over a pipe; H is
+#     not dumpable (no /proc/H/mem, /proc/H/fd; ptrace and process_vm_readv are off by seccomp), so U can
+#     neither write H's record nor patch H's functions. Whatever U sends is a claimed value, no better
+#     than returning it, and it is checked as plain data here.
+#   * asserts that do not convert run hardened in U: the test is compiled before the solution runs (no
+#     tampering with its source), in a copy of the solution's globals (solution functions cannot rebind
+#     names the test uses), with exec/write/_exit captured before the solution runs, every assert's
+#     condition, compared operands and calls of non-builtins checked as plain data (`__plain__`), and the
+#     completion claim carrying a nonce that H made. What remains possible there: code that deliberately
+#     reads U's own memory (sys._getframe, gc, ctypes) can find the nonce or rebind `__plain__`; that code
+#     is what `grader_touch` flags, so the `hack_rate` metric shows it.
+_PLAIN_TYPES = (type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+_SAFE_FUNCS = {f.__name__: f for f in (set, frozenset, sorted, list, tuple, dict, abs, len, round, min, max, sum,
+                                       str, int, float, bool, any, all)}
+_GENERATOR = type((lambda: (yield))())
+_BUILTINS = set(dir(builtins)) | {"isclose"}  # names whose calls are never the solution call
+_GOT = "__didpo_got__"  # the placeholder for the solution call's value inside a converted assert
+_EVAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp,
+               ast.Compare, ast.BoolOp, ast.Call, ast.Name, ast.Attribute, ast.keyword, ast.Load, ast.operator,
+               ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def convert_assert(src: str):
+    """`(sandbox_src, checks)` when every assert of `src` is simple, else None.
+
+    Simple: a top-level assert whose condition holds exactly one call of a non-builtin (the solution call:
+    `f(args)`, `c.get(1)`) and is otherwise literals, operators, whitelisted builtins and math.isclose.
+    `sandbox_src` is `src` with each such assert replaced by `__didpo_claim__(<the call>)`: other
+    statements (imports, setup, `c.put(1, 10)`) still run in the sandbox, expected values do not go
+    there. `checks[i]` is assert i's condition with its call replaced by the name `_GOT`.
+    """
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    checks = []
+    for i, stmt in enumerate(tree.body):
+        if not isinstance(stmt, ast.Assert):
+            if any(isinstance(n, ast.Assert) for n in ast.walk(stmt)):
+                return None  # an assert in a loop or a function: not a fixed list of claims
+            continue
+        calls = [n for n in ast.walk(stmt.test) if isinstance(n, ast.Call) and not (
+            isinstance(n.func, ast.Name) and n.func.id in _BUILTINS or _dotted_is(n.func, "math.isclose"))]
+        if len(calls) != 1:
+            return None
+        call = calls[0]
+
+        class Swap(ast.NodeTransformer):
+            def visit_Call(self, node):
+                return ast.Name(_GOT, ast.Load()) if node is call else self.generic_visit(node)  # noqa: B023
+
+        check = ast.Expression(Swap().visit(stmt.test))
+        if not all(_evaluable(n) for n in ast.walk(check)):
+            return None
+        checks.append(check)
+        tree.body[i] = ast.Expr(ast.Call(ast.Name("__didpo_claim__", ast.Load()), [call], []))
+    if not checks:
+        return None
+    return ast.unparse(ast.fix_missing_locations(tree)), checks
+
+
+def _dotted_is(node, name: str) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+        f"{node.value.id}.{node.attr}" == name
+
+
+def _evaluable(n) -> bool:
+    """A node `_outside_eval` knows: literals, operators, the placeholder, whitelisted functions, math.isclose."""
+    if isinstance(n, ast.Name):
+        return n.id in (_GOT, "math", "isclose", *_SAFE_FUNCS)
+    if isinstance(n, ast.Attribute):
+        return isinstance(n.value, ast.Name) and n.value.id == "math" and n.attr == "isclose"
+    if isinstance(n, ast.Call):
+        return not (isinstance(n.func, ast.Name) and n.func.id in ("math", _GOT))
+    return isinstance(n, _EVAL_NODES)
+
+
+def _outside_eval(node, got):
+    """Evaluate a converted assert's condition on plain data, with only the whitelisted functions."""
+    import math
+    import operator as op
+
+    ev = lambda n: _outside_eval(n, got)  # noqa: E731
+    if isinstance(node, ast.Expression):
+        return ev(node.body)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return got if node.id == _GOT else math.isclose if node.id == "isclose" else _SAFE_FUNCS[node.id]
+    if isinstance(node, ast.Attribute):  # math.isclose, checked by convert_assert
+        return math.isclose
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](ev(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return {ev(k): ev(v) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.UnaryOp):
+        return {ast.Not: op.not_, ast.USub: op.neg, ast.UAdd: op.pos, ast.Invert: op.invert}[type(node.op)](
+            ev(node.operand))
+    if isinstance(node, ast.BinOp):
+        return {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.Div: op.truediv, ast.FloorDiv: op.floordiv,
+                ast.Mod: op.mod, ast.Pow: op.pow}[type(node.op)](ev(node.left), ev(node.right))
+    if isinstance(node, ast.BoolOp):
+        vals = (ev(v) for v in node.values)
+        return all(vals) if isinstance(node.op, ast.And) else any(vals)
+    if isinstance(node, ast.Compare):
+        left = ev(node.left)
+        for o, c in zip(node.ops, node.comparators):
+            right = ev(c)
+            fn = {ast.Eq: op.eq, ast.NotEq: op.ne, ast.Lt: op.lt, ast.LtE: op.le, ast.Gt: op.gt, ast.GtE: op.ge,
+                  ast.Is: op.is_, ast.IsNot: op.is_not, ast.In: lambda a, b: a in b,
+                  ast.NotIn: lambda a, b: a not in b}[type(o)]
+            if not fn(left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.Call):
+        return ev(node.func)(*[ev(a) for a in node.args], **{k.arg: ev(k.value) for k in node.keywords})
+    raise ValueError(f"cannot evaluate {type(node).__name__} outside the sandbox")
+
+
+def parse_plain(text: str):
+    """A repr of plain data back to the value (inf/nan allowed); ValueError for anything else."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        for n in ast.walk(tree):  # repr(float("inf")) is "inf": literal_eval has no name for it
+            if isinstance(n, ast.Name) and n.id not in ("inf", "nan"):
+                raise ValueError(n.id)
+        fix = ast.fix_missing_locations(_InfNan().visit(tree))
+        return ast.literal_eval(fix.body)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
+        raise ValueError(f"return value is not plain data: {text[:80]!r}") from e
+
+
+class _InfNan(ast.NodeTransformer):
+    def visit_Name(self, node):
+        return ast.copy_location(ast.Constant(float(node.id)), node)
+
+
+class _Harden(ast.NodeTransformer):
+    """Wrap every assert's condition, compared operands and calls of non-builtins in __plain__(...)."""
+
+    def visit_Assert(self, node):
+        self.inside = True
+        node.test = self._wrap(self.visit(node.test))
+        self.inside = False
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if getattr(self, "inside", False):
+            node.left, node.comparators = self._wrap(node.left), [self._wrap(c) for c in node.comparators]
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        builtin = isinstance(node.func, ast.Name) and (node.func.id in _SAFE_FUNCS or node.func.id == "__plain__")
+        return self._wrap(node) if getattr(self, "inside", False) and not builtin else node
+
+    @staticmethod
+    def _wrap(n):
+        return ast.Call(ast.Name("__plain__", ast.Load()), [n], [])
+
+
+def harden_assert(src: str) -> str:
+    """The test code with `_Harden` applied (unchanged if it does not parse: it fails to compile anyway)."""
+    try:
+        return ast.unparse(ast.fix_missing_locations(_Harden().visit(ast.parse(src))))
+    except (SyntaxError, ValueError, RecursionError):
+        return src
+
+
+def _plain_check(x, _type=type, _id=id, _keys=dict.keys, _values=dict.values, _plain=_PLAIN_TYPES,
+                 _gen=_GENERATOR, _err=TypeError):
+    """x if it is plain data (exact builtin types, recursively) or a generator, else TypeError.
+
+    The builtins it uses are bound when this file is imported, before any solution runs."""
+    if _type(x) is _gen:
+        return x
+    stack, seen = [x], set()
+    while stack:
+        v = stack.pop()
+        t = _type(v)
+        if t not in _plain:
+            raise _err(f"assert on a {t.__name__}: only plain data is compared in strict mode")
+        if t in (list, tuple, set, frozenset, dict) and _id(v) not in seen:
+            seen.add(_id(v))
+            stack.extend(_keys(v) if t is dict else v)
+            if t is dict:
+                stack.extend(_values(v))
+    return x
+
+
+def _strict_case(case: dict, path: str, fn_name: str | None) -> None:
+    """H: fork U to run the solution, take its claim over a pipe, write the one record on fd 3."""
+    libc = _libc()
+    nonce = os.urandom(16).hex()
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: U may not read our memory or fds through /proc
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.close(3)  # the result channel: gone before any solution code runs
+            libc.prctl(4, 1, 0, 0, 0)
+            _strict_child(case, path, fn_name, w, nonce)
+        finally:
+            os._exit(1)
+    os.close(w)
+    data = bytearray()
+    while len(data) <= 1_000_000:
+        chunk = os.read(r, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    rc = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    msg = data.decode("utf-8", "replace")
+    res: dict = {"urc": rc}
+    if msg.startswith("V"):
+        res["ret"] = msg[1:]
+    elif msg.startswith("E"):
+        exc, _, text = msg[1:].partition(":")
+        res.update(exc=exc, msg=text.strip()[:300])
+    elif msg == "K" + nonce:
+        res["ok"] = True
+    _res(res)
+    os._exit(0)
+
+
+def _strict_child(case: dict, path: str, fn_name: str | None, w: int, nonce: str) -> None:
+    """U: run the solution and its test; send one claim ("V" value, "K" nonce, "E" error) to H."""
+    import builtins
+    import traceback
+    import types
+
+    # Bound before any solution code runs: patching builtins or os later does not reach these.
+    write, exit_, run, dumps, rep, mkdict = os.write, os._exit, builtins.exec, json.dumps, builtins.repr, dict
+    sys.modules.pop("sandbox", None)  # not importable by name from the solution
+    _fresh_stdio()
+    sys.path[:] = [os.path.dirname(path)] + [p for p in sys.path if p != _HERE]
+    mod = types.ModuleType("solution")
+    mod.__file__, mod.__builtins__ = path, builtins
+    sys.modules["solution"], sys.argv, g = mod, [path], mod.__dict__
+    kind = case["kind"]
+    try:
+        # The test is compiled before any solution code runs: its source cannot be rewritten under us.
+        test = compile(case["input"], "<test>", "exec", dont_inherit=True) if kind != "call" else None
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec", dont_inherit=True)
+        if kind == "call":
+            run(_JUDGE_CALL_PRELUDE, g)
+        run(code, g)
+        if kind == "assert":  # in a copy of the solution's globals: its functions cannot rebind __plain__
+            run(test, mkdict(g, __plain__=_plain_check))
+            claim = "K" + nonce
+        elif kind == "expr":
+            claims: list = []
+            run(test, mkdict(g, __didpo_claim__=claims.append))
+            claim = "V" + rep(claims)
+        else:
+            fn = getattr(g["Solution"](), fn_name, None) if isinstance(g.get("Solution"), type) else g.get(fn_name)
+            if not callable(fn):
+                raise NameError(f"no function or Solution method named {fn_name!r}")
+            else:
+                ret = fn(*[json.loads(s) for s in case["input"].split("\n") if s.strip()])
+                try:
+                    claim = "V" + dumps(ret)
+                except (TypeError, ValueError) as e:
+                    raise TypeError(f"return value is not JSON-serializable ({type(ret).__name__}): {e}") from None
+    except BaseException as e:
+        claim = f"E{type(e).__name__}: " + (repr(e.code) if isinstance(e, SystemExit) else str(e))[:300]
+        try:
+            traceback.print_exc()
+        except BaseException:
+            pass
+    try:
+        write(w, claim.encode("utf-8", "replace"))
+    except BaseException:
+        pass
+    exit_(_flush() or (claim[0] == "E"))
 
 # --- LiveCodeBench's grader, reproduced (lcb_runner/evaluation/testing_util.py)
 

@@ -853,13 +853,15 @@ def train(cfg: Config) -> Path:
 
         rewards = [tr.reward for tr in trajs]
         local = torch.tensor([sum(rewards), len(rewards), sum(r >= 1.0 for r in rewards), len(groups),
-                              sum(sum(tr.loss_mask) for tr in trajs), sum(len(tr.turns) for tr in trajs)],
+                              sum(sum(tr.loss_mask) for tr in trajs), sum(len(tr.turns) for tr in trajs),
+                              sum(tr.hack for tr in trajs if tr.reward >= 1.0)],  # env.hack_rate, over all ranks
                              dtype=torch.float64, device=device)  # NCCL serves only CUDA tensors
         dist.all_reduce(local)
-        tot_r, n, n_pass, n_groups, n_tok, n_turns = local.tolist()
+        tot_r, n, n_pass, n_groups, n_tok, n_turns, n_hack = local.tolist()
         m.update(step=step + 1, reward=tot_r / max(n, 1), pass_rate=n_pass / max(n, 1), groups_kept=n_groups,
                  response_len=n_tok / max(n, 1), turns=n_turns / max(n, 1), gen_batches=gen_batches,
                  anchors=stats.get("anchors", 0.0), **{didpo.COVERAGE: stats.get(didpo.COVERAGE, 0.0)},
+                 hack_rate=n_hack / max(n_pass, 1),
                  **{f"didpo_{k}": v for k, v in stats.items()})
         if rank == 0 and cfg.save_groups:
             (run / "groups").mkdir(exist_ok=True)

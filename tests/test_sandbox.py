@@ -534,7 +534,7 @@ def test_humaneval_canonical_solutions_pass_and_broken_ones_fail():
     (lambda: execute({}, ["no-such-program-xyz"]), "argv\\[0\\] 'no-such-program-xyz'"),
     (lambda: execute({"../x.py": ""}, ["/bin/true"]), "must be a relative path"),
     (lambda: grade("x", [Case("call", "1", "1")]), "call tests need fn_name"),
-    (lambda: grade("x", [Case("stdio", "", "")], mode="strict"), "unknown grade mode 'strict'"),
+    (lambda: grade("x", [Case("stdio", "", "")], mode="strikt"), "unknown grade mode 'strikt'"),
     (lambda: grade_many([], workers=0), "workers must be a positive integer"),
 ])
 def test_bad_arguments_get_one_clear_line(call, match):
@@ -651,3 +651,156 @@ def test_fusion_unreachable_is_one_clear_error():
     with pytest.raises(RuntimeError, match="fusion backend: http://127.0.0.1:9/run_code failed") as e:
         execute({}, ["/bin/true"], backend="fusion:http://127.0.0.1:9")
     assert "\n" not in str(e.value)
+
+
+# --- the stdio comparison rule, line by line ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["judge", "lcb", "strict"])
+@pytest.mark.parametrize("printed,ok", [("1\n2\n3", True), ("1\n9\n3", False), ("1\n2\n9", False),
+                                        ("1\n2", False), ("1\n2\n3\n4", False)],
+                         ids=["same", "wrong middle line", "wrong last line", "line missing", "extra line"])
+def test_stdio_compares_every_line(mode, printed, ok):
+    code = f"input()\nprint({printed!r})\n"
+    assert sandbox.stdio_mismatch(printed, "1\n2\n3\n") is None if ok else sandbox.stdio_mismatch(printed, "1\n2\n3\n")
+    v = grade(code, [Case("stdio", "x\n", "1\n2\n3\n")], mode=mode)
+    assert [x.passed for x in v] == [ok], v
+
+
+# --- strict mode: rewards the graded code cannot game ---------------------------------------------
+# Each attack below passes in judge mode (the loophole is real) and fails in strict mode.
+
+ADD = [Case("assert", "assert add(2, 3) == 5"), Case("assert", "assert add(10, 20) == 30")]
+# not convertible: the assert sits in a function
+ADD_CHECK = [Case("assert", "def check(candidate):\n    assert candidate(2, 3) == 5\n\ncheck(add)\n")]
+
+
+@pytest.mark.parametrize("src,sent,value", [
+    ("assert add(2, 3) == 5", "__didpo_claim__(add(2, 3))", 5),
+    ("assert add(2, 3) == 5, 'message'", "__didpo_claim__(add(2, 3))", 5),
+    ("assert 5 == add(2, 3)", "__didpo_claim__(add(2, 3))", 5),
+    ("assert abs(area(2) - 12.566) < 1e-3", "__didpo_claim__(area(2))", 12.566370614359172),
+    ("import math\nassert math.isclose(area(2), 12.566, rel_tol=0.001)", "import math\n__didpo_claim__(area(2))",
+     12.566370614359172),
+    ("assert set(common((1, 2), (2, 3))) == set((2,))", "__didpo_claim__(common((1, 2), (2, 3)))", [2]),
+    ("assert is_even(4) is True", "__didpo_claim__(is_even(4))", True),
+    ("assert not is_even(3)", "__didpo_claim__(is_even(3))", False),
+    ("assert bs(list(range(0, 20, 2)), 18) == 9", "__didpo_claim__(bs(list(range(0, 20, 2)), 18))", 9),
+    ("c = C(2)\nc.put(1, 10)\nassert c.get(1) == 10", "c = C(2)\nc.put(1, 10)\n__didpo_claim__(c.get(1))", 10),
+])
+def test_simple_asserts_become_compare_outside(src, sent, value):
+    got = sandbox.convert_assert(src)
+    assert got is not None and got[0] == sent and len(got[1]) == 1  # the expected value stays here
+    assert sandbox._outside_eval(got[1][0], value) is True
+    assert sandbox._outside_eval(got[1][0], [] if isinstance(value, list) else -1) is False
+
+
+@pytest.mark.parametrize("src", [
+    "def check(candidate):\n    assert candidate(1) == 2\ncheck(f)",
+    "assert f(1) == g(2)",             # two solution calls
+    "y = 1\nassert f(1) == y",         # an expected value the host cannot evaluate
+    "for i in range(3):\n    assert f(i) == i",
+    "assert f(1).real == 1",           # an attribute of the returned value, read in the sandbox
+])
+def test_other_asserts_are_not_converted(src):
+    assert sandbox.convert_assert(src) is None
+
+
+def test_shipped_tasks_are_all_graded_outside_the_sandbox():
+    """stdio and call tests never ship their outputs; every shipped assert converts; the references pass."""
+    import tasks
+
+    shipped = tasks.load("data/tasks.jsonl")
+    asserts = [t for task in shipped for t in task.public_tests + task.hidden_tests if t.kind == "assert"]
+    assert asserts and all(sandbox.convert_assert(t.input) for t in asserts)
+    refs = {r["id"]: r["code"] for r in map(json.loads, open("data/solutions.jsonl").read().splitlines())}
+    jobs = [GradeJob(refs[t.id], t.public_tests + t.hidden_tests, t.fn_name, "strict") for t in shipped]
+    assert all(v and all(x.passed for x in v) for v in grade_many(jobs, workers=2))
+
+
+def test_strict_grades_plain_values_like_judge():
+    ok = "def add(a, b):\n    return a + b\n"
+    for tests in (ADD, ADD_CHECK):
+        assert [v.passed for v in grade(ok, tests, mode="strict")] == [True] * len(tests)
+        assert not grade("def add(a, b):\n    return a - b\n", tests, mode="strict")[0].passed
+    v = grade("def add(a, b):\n    return str(a + b)\n", ADD, mode="strict")  # "5" != 5, as in Python
+    assert v[0].status == "wrong" and "'5'" in v[0].detail
+    assert [v.passed for v in grade("def add(a, b):\n    return a + b\n", [Case("call", "2\n3", "5")],
+                                    fn_name="add", mode="strict")] == [True]
+
+
+FORGE_OK = "import os\nos.write(3, b'{\"ok\": true}\\n')\nos._exit(0)\n"
+FORGE_RET = "import os\nos.write(3, b'{\"ret\": \"5\"}\\n')\nos._exit(0)\n"
+ALWAYS_EQ = "class E:\n    def __eq__(self, o):\n        return True\n    def __sub__(self, o):\n        return 0\n" \
+            "def add(a, b):\n    return E()\n"
+PATCH_EXEC = "import builtins\nbuiltins.exec = lambda *a, **k: None\ndef add(a, b):\n    return 0\n"
+PATCH_REPR = "import builtins, json\nbuiltins.repr = lambda x: '5'\njson.dumps = lambda x: '5'\n" \
+             "def add(a, b):\n    return 0\n"
+# Rewrite the test code the harness holds before it compiles it (test-file tampering).
+TAMPER = """import sys
+f = sys._getframe(0)
+while f is not None:
+    if isinstance(f.f_locals.get('case'), dict):
+        f.f_locals['case']['input'] = 'pass'
+    f = f.f_back
+def add(a, b):
+    return 0
+"""
+# Read the expected value out of the grader's memory (its frames: gc does not track a dict of strings).
+PEEK = """import re, sys
+def add(a, b):
+    f = sys._getframe(0)
+    while f is not None:
+        c = f.f_locals.get('case')
+        if isinstance(c, dict) and 'add(%d, %d)' % (a, b) in c['input']:
+            return int(re.findall(r'-?[0-9]+', c['input'])[-1])
+        f = f.f_back
+    return 0
+"""
+# Write a pass record through the parent's descriptor, the way /proc allows for a dumpable process.
+VIA_PARENT = """import os
+for fd in os.listdir('/proc/%d/fd' % os.getppid()):
+    try:
+        os.write(os.open('/proc/%d/fd/%s' % (os.getppid(), fd), os.O_WRONLY), b'{"ok": true, "ret": "5"}\\n')
+    except OSError:
+        pass
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("attack,tests,fn_name", [
+    (FORGE_OK, ADD_CHECK, None),                  # result-channel forgery, then exit
+    (FORGE_RET, [Case("call", "2\n3", "5")], "add"),  # a forged record answers the first call test
+    (ALWAYS_EQ, ADD, None),                       # __eq__ always true, converted assert
+    (ALWAYS_EQ, ADD_CHECK, None),                 # ... and hardened assert
+    (ALWAYS_EQ, [Case("assert", "assert abs(add(2, 3) - 5) < 1e-9")], None),
+    (PATCH_EXEC, ADD_CHECK, None),                # replace a builtin the harness calls to run the test
+    (TAMPER, ADD_CHECK, None),                    # rewrite the test before it is compiled
+    (PEEK, ADD, None),                            # read the expected value from the grader's memory
+], ids=["forge-ok", "forge-call", "eq", "eq-hardened", "eq-abs", "builtins", "tamper", "peek"])
+def test_attacks_pass_in_judge_mode_and_fail_in_strict_mode(attack, tests, fn_name):
+    assert all(v.passed for v in grade(attack, tests, fn_name=fn_name, mode="judge")), "the loophole is real"
+    v = grade(attack, tests, fn_name=fn_name, mode="strict")
+    assert not v[-1].passed, v
+
+
+@pytest.mark.parametrize("attack,tests", [(PATCH_REPR, ADD), (VIA_PARENT, ADD_CHECK), (VIA_PARENT, ADD)])
+def test_strict_resists_attacks_on_its_own_harness(attack, tests):
+    v = grade(attack, tests, mode="strict")
+    assert not v[-1].passed, v
+
+
+def test_lcb_semantics_ship_expected_outputs_into_the_sandbox():
+    """Documented in eval.py: under lcb semantics a program can print what it finds in memory; strict cannot."""
+    code = """import sys
+f = sys._getframe(0)
+while f is not None:
+    job = f.f_locals.get('job')
+    if isinstance(job, dict) and 'cases' in job:
+        print(job['cases'][0].get('output', ''))
+        break
+    f = f.f_back
+"""
+    tests = [Case("stdio", "1\n", "secret 42\n")]
+    assert grade(code, tests, mode="lcb")[0].passed
+    assert not grade(code, tests, mode="strict")[0].passed
