@@ -3,6 +3,7 @@
     python bench/learn.py                                    # embedded default, ~30 min per algorithm on 2 cores
     python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget
     python bench/learn.py --smoke                            # the tiny test model, under a minute: keeps it alive
+    python bench/learn.py --algos didpo,grpo --steps 4 --eval-n 2     # what was run here (~8 min per algorithm)
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
@@ -15,7 +16,10 @@ What it does, for one seed:
 4. From each run's metrics.jsonl: the mean reward per step, the mean of the first and the last
    window (10 steps, or a third of the steps when there are fewer than 30), their difference
    last − first and its bootstrap 95% interval (steps resampled with replacement inside each
-   window, 2000 draws: it measures step-to-step noise only, one seed, not seed-to-seed spread).
+   window, 2000 draws: it measures step-to-step noise only, one seed, not seed-to-seed spread;
+   none when a window holds a single step, which has no spread to resample).
+   The steps of one run draw different tasks, so first vs last also compares tasks; the
+   algorithms draw the same tasks at the same step, so across algorithms the comparison is paired.
 
 Writes OUT/learn.json (every number above, per algorithm) and OUT/learn.png (reward per step and
 its running mean); prints one table. The numbers come from the runs' own files, nothing is fixed here.
@@ -45,11 +49,13 @@ def curve_stats(rewards: list[float], n_boot: int = 2000, seed: int = 0) -> dict
     """First/last window means, their difference and its percentile bootstrap 95% interval."""
     w = window(len(rewards))
     first, last = np.asarray(rewards[:w], float), np.asarray(rewards[-w:], float)
-    rng = np.random.default_rng(seed)
-    boot = (rng.choice(last, (n_boot, w)).mean(1) - rng.choice(first, (n_boot, w)).mean(1))  # [n_boot]
-    lo, hi = np.percentile(boot, [2.5, 97.5])
+    ci = None
+    if w >= 2:
+        rng = np.random.default_rng(seed)
+        boot = rng.choice(last, (n_boot, w)).mean(1) - rng.choice(first, (n_boot, w)).mean(1)  # [n_boot]
+        ci = [float(x) for x in np.percentile(boot, [2.5, 97.5])]
     return dict(window=w, first_mean=float(first.mean()), last_mean=float(last.mean()),
-                diff=float(last.mean() - first.mean()), ci95=[float(lo), float(hi)])
+                diff=float(last.mean() - first.mean()), ci95=ci)
 
 
 def split_tasks(path: Path, difficulty: str, heldout: int, seed: int, out: Path) -> tuple[Path, Path, list[str]]:
@@ -99,7 +105,7 @@ def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", default="didpo,grpo,gigpo", help="comma list of grpo | gigpo | didpo")
-    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 12; smoke 3)")
+    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 12; smoke 6)")
     ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 2; smoke 1)")
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
     ap.add_argument("--max-turns", type=int, default=1)
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="default runs/learn (smoke: runs/learn-smoke); must be new")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 3 steps: seconds, not a result")
     a = ap.parse_args(argv)
-    d = dict(steps=3, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
+    d = dict(steps=6, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
         dict(steps=12, tasks_per_step=2, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
     for k, v in d.items():
         if getattr(a, k) is None:
@@ -188,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'algo':6s} {'first ' + str(w):>9s} {'last ' + str(w):>9s} {'diff':>7s} {'95% CI':>16s} "
           f"{'pass@1 after':>12s} {'train s':>8s}")
     for algo, s in res["algos"].items():
-        print(f"{algo:6s} {s['first_mean']:9.3f} {s['last_mean']:9.3f} {s['diff']:7.3f} "
-              f"[{s['ci95'][0]:6.3f}, {s['ci95'][1]:6.3f}] {s['pass1_after']:12.3f} {s['train_s']:8.0f}")
+        ci = f"[{s['ci95'][0]:6.3f}, {s['ci95'][1]:6.3f}]" if s["ci95"] else "n/a (1 step)"
+        print(f"{algo:6s} {s['first_mean']:9.3f} {s['last_mean']:9.3f} {s['diff']:7.3f} {ci:>16s} "
+              f"{s['pass1_after']:12.3f} {s['train_s']:8.0f}")
     print(f"wrote {out / 'learn.json'} and {out / 'learn.png'}")
     return 0
 

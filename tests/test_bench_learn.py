@@ -26,6 +26,7 @@ def test_window_and_bootstrap_by_hand():
     assert 0.25 <= s["ci95"][0] < s["diff"] < s["ci95"][1] <= 1.0
     flat = learn.curve_stats([0.3] * 6)
     assert flat["diff"] == 0.0 and flat["ci95"] == [0.0, 0.0]
+    assert learn.curve_stats([0.0, 0.5, 1.0])["ci95"] is None  # one step per window: nothing to resample
 
 
 def test_split_is_disjoint_and_from_the_tier(tmp_path):
@@ -48,9 +49,9 @@ def test_smoke_writes_json_and_png_from_the_runs(tmp_path):
     for algo, s in res["algos"].items():
         rows = [json.loads(x) for x in (Path(s["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
         rewards = [row["reward"] for row in rows if "reward" in row]
-        assert s["rewards"] == rewards and len(rewards) == 3, algo
-        assert s["first_mean"] == pytest.approx(np.mean(rewards[:1]))
-        assert s["last_mean"] == pytest.approx(np.mean(rewards[-1:]))
+        assert s["rewards"] == rewards and len(rewards) == 6 and s["window"] == 2, algo
+        assert s["first_mean"] == pytest.approx(np.mean(rewards[:2]))
+        assert s["last_mean"] == pytest.approx(np.mean(rewards[-2:]))
         assert s["diff"] == pytest.approx(s["last_mean"] - s["first_mean"])
         assert s["ci95"][0] <= s["diff"] <= s["ci95"][1]
         assert 0.0 <= s["pass1_after"] <= 1.0
