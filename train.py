@@ -66,13 +66,13 @@ class Config:
     tasks: str = "data/tasks.jsonl"
     difficulty: str = "trivial"  # comma list of meta.difficulty to keep; "" keeps all
     tasks_per_step: int = 2  # task groups per optimizer step (whole batch, all ranks)
-    group_size: int = 4  # G: trajectories per task
+    group_size: int = 8  # G: trajectories per task; at G = 4 the 135M model shares no sub-diff (no anchors)
     # rollout
     sampler: str = "hf"  # hf | vllm
-    temperature: float = 0.8  # 1.0 makes a 135M model ramble; the 7B preset samples at 1.0
+    temperature: float = 0.7  # 1.0 makes a 135M model ramble (and no two answers share a line); the 7B uses 1.0
     top_p: float = 1.0
-    max_turns: int = 2
-    max_response_tokens: int = 128  # per turn
+    max_turns: int = 1  # the 135M model ignores test feedback; its 2nd turns are prose that anchors nothing
+    max_response_tokens: int = 100  # per turn
     max_total_tokens: int = 2048  # prompt + all turns of one episode
     gpu_memory_utilization: float = 0.7
     # environment
@@ -101,7 +101,7 @@ class Config:
     loss_agg: str = "token-mean"  # token-mean | seq-mean-token-mean
     tis_cap: float = 0.0  # truncated importance sampling cap on sampler/learner ratio; 0 = off
     # optimizer
-    lr: float = 1e-5
+    lr: float = 5e-5  # the embedded default; at 1e-5 three steps move nothing
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
@@ -117,7 +117,7 @@ class Config:
     keep_last: int = 2
     resume: str = ""  # "" | auto | path to a checkpoint dir
     export: str = ""  # HF export dir; default OUT/export
-    save_groups: int = 2  # groups per step written to OUT/groups/step_N.jsonl
+    save_groups: int = 1  # groups per step written to OUT/groups/step_N.jsonl (credit.py explain reads one group)
     wandb: bool = False
     tensorboard: bool = False
 
@@ -880,6 +880,10 @@ def train(cfg: Config) -> Path:
            dtype=torch.bfloat16 if compute_bf16(cfg, device) else torch.float32)
     print0(f"done: {run}/metrics.jsonl, checkpoints in {run}/checkpoints, export in {cfg.export or run / 'export'}",
            soft_wrap=True)
+    if cfg.save_groups:
+        print0(f"credit of the last step: python credit.py explain {run}/groups/step_{cfg.steps}.jsonl"
+               " --html credit.html",
+               soft_wrap=True)
     return run
 
 

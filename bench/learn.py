@@ -1,0 +1,205 @@
+"""Does the reward go up? A learning curve for didpo, grpo and gigpo from the same seed.
+
+    python bench/learn.py                                    # embedded default, ~30 min per algorithm on 2 cores
+    python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget
+    python bench/learn.py --smoke                            # the tiny test model, under a minute: keeps it alive
+    python bench/learn.py --algos didpo,grpo --steps 4 --eval-n 2     # what was run here (~8 min per algorithm)
+
+What it does, for one seed:
+1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
+   no run ever trains on and the rest, the training set (both written to OUT as .jsonl).
+2. pass@1 before: eval.run on the held-out tasks with the base model, in the training format
+   (agent mode, --max-turns turns of --max-response-tokens at the training temperature), n samples each.
+3. For each algorithm: train.train() with the same Config except `algo`, run dir OUT/<algo>, then
+   pass@1 after on the same held-out tasks with the run's HF export. Step 1 of every algorithm
+   samples the same rollouts (same weights, same seeds), so the curves start from the same point.
+4. From each run's metrics.jsonl: the mean reward per step, the mean of the first and the last
+   window (10 steps, or a third of the steps when there are fewer than 30), their difference
+   last − first and its bootstrap 95% interval (steps resampled with replacement inside each
+   window, 2000 draws: it measures step-to-step noise only, one seed, not seed-to-seed spread;
+   none when a window holds a single step, which has no spread to resample).
+   The steps of one run draw different tasks, so first vs last also compares tasks; the
+   algorithms draw the same tasks at the same step, so across algorithms the comparison is paired.
+
+Writes OUT/learn.json (every number above, per algorithm) and OUT/learn.png (reward per step and
+its running mean); prints one table. The numbers come from the runs' own files, nothing is fixed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def window(n_steps: int) -> int:
+    """Steps in the first/last window: 10, or a third of the run when it is shorter than 30 steps."""
+    return 10 if n_steps >= 30 else max(1, n_steps // 3)
+
+
+def curve_stats(rewards: list[float], n_boot: int = 2000, seed: int = 0) -> dict:
+    """First/last window means, their difference and its percentile bootstrap 95% interval."""
+    w = window(len(rewards))
+    first, last = np.asarray(rewards[:w], float), np.asarray(rewards[-w:], float)
+    ci = None
+    if w >= 2:
+        rng = np.random.default_rng(seed)
+        boot = rng.choice(last, (n_boot, w)).mean(1) - rng.choice(first, (n_boot, w)).mean(1)  # [n_boot]
+        ci = [float(x) for x in np.percentile(boot, [2.5, 97.5])]
+    return dict(window=w, first_mean=float(first.mean()), last_mean=float(last.mean()),
+                diff=float(last.mean() - first.mean()), ci95=ci)
+
+
+def split_tasks(path: Path, difficulty: str, heldout: int, seed: int, out: Path) -> tuple[Path, Path, list[str]]:
+    """Write OUT/train_tasks.jsonl and OUT/heldout_tasks.jsonl: disjoint, from one shuffled tier."""
+    keep = set(difficulty.split(",")) if difficulty else None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if keep is None or r.get("meta", {}).get("difficulty") in keep]
+    if len(rows) <= heldout:
+        raise SystemExit(f"error: --difficulty {difficulty!r} has {len(rows)} tasks; --heldout {heldout} "
+                         "leaves none to train on (lower --heldout or add a tier)")
+    random.Random(seed).shuffle(rows)
+    train_p, held_p = out / "train_tasks.jsonl", out / "heldout_tasks.jsonl"
+    held_p.write_text("".join(json.dumps(r) + "\n" for r in rows[:heldout]))
+    train_p.write_text("".join(json.dumps(r) + "\n" for r in rows[heldout:]))
+    return train_p, held_p, [r["id"] for r in rows[:heldout]]
+
+
+def pass_at_1(model: str, held: Path, a, out: Path) -> float:
+    import eval as evallib
+
+    cfg = evallib.EvalConfig(bench=str(held), model=model, mode="agent", n=a.eval_n, k=[1],
+                             temperature=a.temperature, top_p=1.0, max_tokens=a.max_response_tokens,
+                             max_turns=a.max_turns, sampler="hf", seed=a.seed, workers=2, out=str(out))
+    return float(evallib.run(cfg)["overall"]["pass@1"])
+
+
+def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for algo, r in curves.items():
+        steps = np.arange(1, len(r) + 1)
+        line, = ax.plot(steps, r, "o", alpha=0.35, label=f"{algo} (step)")
+        ax.plot(steps, np.cumsum(r) / steps, "-", color=line.get_color(), label=f"{algo} (running mean)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean reward of the step's rollouts")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--algos", default="didpo,grpo,gigpo", help="comma list of grpo | gigpo | didpo")
+    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 12; smoke 6)")
+    ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 2; smoke 1)")
+    ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
+    ap.add_argument("--max-turns", type=int, default=1)
+    ap.add_argument("--max-response-tokens", type=int, default=None, help="per turn (default 100; smoke 16)")
+    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--difficulty", default="trivial", help="tier(s) of --tasks to split; '' keeps all")
+    ap.add_argument("--heldout", type=int, default=None, help="tasks never trained on, for pass@1 (default 5)")
+    ap.add_argument("--eval-n", type=int, default=None, help="samples per held-out task (default 4; smoke 1)")
+    ap.add_argument("--tasks", default=str(ROOT / "data" / "tasks.jsonl"))
+    ap.add_argument("--model", default=None, help="default smollm2-135m; smoke: a tiny random model")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="default runs/learn (smoke: runs/learn-smoke); must be new")
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, 3 steps: seconds, not a result")
+    a = ap.parse_args(argv)
+    d = dict(steps=6, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
+        dict(steps=12, tasks_per_step=2, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
+    for k, v in d.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    algos = [x for x in a.algos.split(",") if x]
+    if not algos or any(x not in ("grpo", "gigpo", "didpo") for x in algos):
+        print(f"error: --algos {a.algos!r}; pass a comma list of grpo, gigpo, didpo", file=sys.stderr)
+        return 2
+    out = Path(a.out or ("runs/learn-smoke" if a.smoke else "runs/learn"))
+    if (out / "learn.json").exists() or any((out / x).exists() for x in algos):
+        print(f"error: --out {out} already holds a learn run; pass a new --out", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+
+    import torch
+
+    import train
+
+    if a.smoke:
+        torch.set_num_threads(1)  # tiny matmuls: intra-op threads only contend on a shared CPU
+        if a.model is None:
+            sys.path.insert(0, str(ROOT / "tests"))
+            from conftest import build_tiny_model, build_tiny_tokenizer
+
+            tok = build_tiny_tokenizer()
+            lm = build_tiny_model(len(tok))
+            lm.generation_config.eos_token_id, lm.generation_config.pad_token_id = tok.eos_token_id, tok.pad_token_id
+            a.model = str(out / "tiny-model")
+            tok.save_pretrained(a.model)
+            lm.save_pretrained(a.model)
+    model = a.model or "smollm2-135m"
+
+    train_p, held_p, held_ids = split_tasks(Path(a.tasks), a.difficulty, a.heldout, a.seed, out)
+    t0 = time.time()
+    before = pass_at_1(model, held_p, a, out / "eval-base")
+    res = dict(command=" ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+               model=model, seed=a.seed, heldout=held_ids, pass1_before=before, algos={},
+               settings=dict(steps=a.steps, tasks_per_step=a.tasks_per_step, group_size=a.group_size,
+                             max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
+                             temperature=a.temperature, difficulty=a.difficulty, eval_n=a.eval_n),
+               eval_base_s=time.time() - t0)
+    curves = {}
+    for algo in algos:
+        cfg = train.resolve_config(dict(
+            model=model, algo=algo, tasks=str(train_p), difficulty="", steps=a.steps, tasks_per_step=a.tasks_per_step,
+            group_size=a.group_size, max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
+            temperature=a.temperature, seed=a.seed, out=str(out / algo), save_groups=1,
+            **(dict(micro_batch_size=1, logprob_chunk=64) if a.smoke else {})))
+        t = time.time()
+        run = train.train(cfg)
+        train_s = time.time() - t
+        rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+        rows = [r for r in rows if "reward" in r]
+        rewards = [float(r["reward"]) for r in sorted(rows, key=lambda r: r["step"])]
+        after = pass_at_1(str(run / "export"), held_p, a, out / f"eval-{algo}")
+        curves[algo] = rewards
+        res["algos"][algo] = dict(run_dir=str(run), rewards=rewards, pass1_after=after,
+                                  anchors=[float(r.get("anchors", 0.0)) for r in rows],
+                                  entropy=[float(r["entropy"]) for r in rows if "entropy" in r],
+                                  train_s=train_s, **curve_stats(rewards, seed=a.seed))
+        (out / "learn.json").write_text(json.dumps(res, indent=2))  # a partial result survives a stopped run
+    plot(curves, out / "learn.png", f"{model.split('/')[-1]}, seed {a.seed}, {a.difficulty or 'all'} tier")
+
+    print(f"learn: {model}, seed {a.seed}, {a.steps} steps x {a.tasks_per_step} tasks x G {a.group_size}; "
+          f"held-out pass@1 before {before:.3f} ({len(held_ids)} tasks x {a.eval_n})")
+    print("reward per step:")
+    for algo, r in curves.items():
+        print(f"  {algo:6s} " + " ".join(f"{x:.2f}" for x in r))
+    w = window(a.steps)
+    print(f"{'algo':6s} {'first ' + str(w):>9s} {'last ' + str(w):>9s} {'diff':>7s} {'95% CI':>16s} "
+          f"{'pass@1 after':>12s} {'train s':>8s}")
+    for algo, s in res["algos"].items():
+        ci = f"[{s['ci95'][0]:6.3f}, {s['ci95'][1]:6.3f}]" if s["ci95"] else "n/a (1 step)"
+        print(f"{algo:6s} {s['first_mean']:9.3f} {s['last_mean']:9.3f} {s['diff']:7.3f} {ci:>16s} "
+              f"{s['pass1_after']:12.3f} {s['train_s']:8.0f}")
+    print(f"wrote {out / 'learn.json'} and {out / 'learn.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""bench/learn.py keeps running: --smoke trains every algorithm on the tiny model and writes a JSON and a
+PNG whose numbers are those of the runs' own metrics.jsonl; the window statistics are checked by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import learn  # noqa: E402
+
+
+def test_window_and_bootstrap_by_hand():
+    assert [learn.window(n) for n in (1, 3, 9, 12, 29, 30, 50)] == [1, 1, 3, 4, 9, 10, 10]
+    s = learn.curve_stats([0.0, 0.5, 0.25, 0.5, 1.0, 0.75])  # window 2: first [0, .5], last [1, .75]
+    assert s["window"] == 2 and s["first_mean"] == 0.25 and s["last_mean"] == 0.875
+    assert s["diff"] == pytest.approx(0.625)
+    # Resampled means of two 2-step windows: the difference lies in [1 - .5, .75 - 0] ... [.75 - .5, 1 - 0].
+    assert 0.25 <= s["ci95"][0] < s["diff"] < s["ci95"][1] <= 1.0
+    flat = learn.curve_stats([0.3] * 6)
+    assert flat["diff"] == 0.0 and flat["ci95"] == [0.0, 0.0]
+    assert learn.curve_stats([0.0, 0.5, 1.0])["ci95"] is None  # one step per window: nothing to resample
+
+
+def test_split_is_disjoint_and_from_the_tier(tmp_path):
+    train_p, held_p, held = learn.split_tasks(ROOT / "data" / "tasks.jsonl", "trivial", 5, 0, tmp_path)
+    tr = [json.loads(x) for x in train_p.read_text().splitlines()]
+    he = [json.loads(x) for x in held_p.read_text().splitlines()]
+    assert [r["id"] for r in he] == held and len(he) == 5 and len(tr) == 10
+    assert not {r["id"] for r in tr} & set(held)
+    assert {r["meta"]["difficulty"] for r in tr + he} == {"trivial"}
+
+
+def test_smoke_writes_json_and_png_from_the_runs(tmp_path):
+    out = tmp_path / "learn"
+    r = subprocess.run([sys.executable, "bench/learn.py", "--smoke", "--out", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads((out / "learn.json").read_text())
+    assert set(res["algos"]) == {"didpo", "grpo", "gigpo"}
+    assert 0.0 <= res["pass1_before"] <= 1.0 and len(res["heldout"]) == 2
+    for algo, s in res["algos"].items():
+        rows = [json.loads(x) for x in (Path(s["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+        rewards = [row["reward"] for row in rows if "reward" in row]
+        assert s["rewards"] == rewards and len(rewards) == 6 and s["window"] == 2, algo
+        assert s["first_mean"] == pytest.approx(np.mean(rewards[:2]))
+        assert s["last_mean"] == pytest.approx(np.mean(rewards[-2:]))
+        assert s["diff"] == pytest.approx(s["last_mean"] - s["first_mean"])
+        assert s["ci95"][0] <= s["diff"] <= s["ci95"][1]
+        assert 0.0 <= s["pass1_after"] <= 1.0
+        results = json.loads((out / f"eval-{algo}" / "results.json").read_text())
+        assert s["pass1_after"] == results["overall"]["pass@1"]
+        assert results["config"]["model"].endswith(f"{algo}/export")
+    assert (out / "learn.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "reward per step:" in r.stdout and "pass@1 after" in r.stdout
+    # A second run into the same dir refuses in one line instead of mixing two runs.
+    again = subprocess.run([sys.executable, "bench/learn.py", "--smoke", "--out", str(out)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and again.stderr.startswith("error: --out")
