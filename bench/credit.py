@@ -48,7 +48,8 @@ Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; 
     variants WF bin G=8  43%  0.67/0.77  0.68/0.76  repair bin G=32       0%  0.82/0.80  0.93/0.83
     variants WF gra G=32  0%  0.86/0.83  0.90/0.82  rewrite gra G=32      0%  0.79/0.74  0.94/0.78
 (the full table, every estimator and column, is what the script prints). `ridge` is the default:
-it ties `contrast` on clean groups and beats it in 30 of 32 messy cells, by up to +0.23 at G = 32.
+it ties `contrast` on clean groups and beats it in 25 of 28 messy cells (2 ties; 1 loss: skill WF
+bin G=32, 0.92 vs 0.93), by up to +0.23 at G = 32.
 The goal is NOT met on messy groups: at G = 8 every messy column is 0.60-0.78, and token AUC is
 0.66-0.92; with 6 versions per function most versions are written once in a group of 8, and a
 piece written once carries no contrast (its tokens get A^D = 0 beside its writer's other pieces).
