@@ -1,7 +1,8 @@
 """Credit accuracy: does an estimator put higher advantage on correct code than on its buggy twin?
 
-    python bench/credit.py                # the full table (a few minutes: every distinct trajectory is replayed)
-    python bench/credit.py --groups 40    # fewer groups per column, faster and noisier
+    python bench/credit.py                # the full table, seeds 0,1 (about 3 minutes: every trajectory replayed)
+    python bench/credit.py --groups 10 --seeds 0 --only repair          # one scenario, fast and noisy
+    python bench/credit.py --extra "a3:ridge=3" --extra "e08:eta=0.8"  # measure more didpo settings
 
 Synthetic tasks: each task's solution has 3 independent functions (regions); each region has a
 correct version and a buggy twin that differs in one token. Public tests check each region once,
@@ -26,19 +27,32 @@ Metrics, over the same groups for every estimator:
         GRPO gives every token of a trajectory the same advantage: 0.5 by construction.
     token AUC: P(advantage of a correct-region token > that of a buggy-region token) over all
         region tokens of all groups of the column (ties count 1/2).
-Goal (issue 8): DiDPO accuracy >= 0.90 at G = 32 and >= 0.80 at G = 8, AUC >= 0.85, in every column.
+Goal (issues 8, 15): DiDPO accuracy >= 0.90 at G = 32 and >= 0.80 at G = 8, AUC >= 0.85, in every column.
 
-Measured (`python bench/credit.py`, seed 0; within-trajectory accuracy / token AUC):
-                      whole-file binary   whole-file graded   s/r binary          s/r graded
-                      G=8       G=32      G=8       G=32      G=8       G=32      G=8       G=32
-    grpo              0.50/0.68 0.50/0.61 0.50/0.78 0.50/0.80 0.50/0.67 0.50/0.63 0.50/0.78 0.50/0.81
-    gigpo             0.50/0.68 0.50/0.61 0.50/0.78 0.50/0.80 0.58/0.68 0.66/0.66 0.61/0.79 0.74/0.85
-    didpo group_mean  0.00/0.43 0.00/0.38 0.01/0.63 0.00/0.62 0.00/0.44 0.00/0.38 0.15/0.65 0.08/0.64
-    didpo contrast    1.00/0.98 1.00/0.97 1.00/0.96 1.00/0.98 1.00/0.98 1.00/0.98 0.99/0.96 1.00/0.99
-group_mean subtracts the mean return of the writers of the same sub-diff, which removes its own
-value (DESIGN §3 pitfall b): below GRPO. `contrast` is therefore didpo's default baseline.
-Without dynamic sampling (the 27-30% of G = 8 binary groups with one reward kept, all ties)
-didpo contrast scores 0.83/0.91 (WF) and 0.84/0.92 (SR) there.
+Messy groups (issue 15), beside the clean ones: 3 tasks of 3 functions, each with 3 correct
+implementations and 3 bugs (off-by-one, wrong operator, missing edge case: a deleted guard or a
+dropped conversion; some pass the public test). Scenarios: `variants` (each function right with
+p = 1/2, WF or SR), `skill` (one skill per trajectory, 0.15/0.5/0.85, correlated correctness),
+`imbalanced SR` (one function right 15% of the time, the others 85%), `repair` (whole file, then a
+search/replace fix of each function whose public test failed), `rewrite` (whole file, then the
+whole file again: parts already right re-emitted unchanged, so only rewritten functions are
+scored), `helper WF` (digits/digit_sum: a helper bug breaks its caller's tests). Each messy task
+draws a pool of --pool plans per seed; groups sample G distinct plans from it. The binary copy
+of a replay is the graded one with step rewards zeroed (checked against a shaping_coef = 0 replay).
+
+Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; drop = DAPO):
+    column              drop  contrast   ridge      column              drop  contrast   ridge
+    clean WF bin G=8     36%  1.00/0.98  1.00/0.93  variants SR bin G=8  31%  0.65/0.77  0.70/0.75
+    clean WF bin G=32     2%  1.00/0.97  1.00/0.95  variants SR bin G=32  0%  0.85/0.88  0.92/0.88
+    clean SR gra G=8      0%  0.99/0.96  0.99/0.92  imbalanced SR bin 32  2%  0.68/0.73  0.91/0.80
+    variants WF bin G=8  43%  0.67/0.77  0.68/0.76  repair bin G=32       0%  0.82/0.80  0.93/0.83
+    variants WF gra G=32  0%  0.86/0.83  0.90/0.82  rewrite gra G=32      0%  0.79/0.74  0.94/0.78
+(the full table, every estimator and column, is what the script prints). `ridge` is the default:
+it ties `contrast` on clean groups and beats it in 25 of 28 messy cells (2 ties; 1 loss: skill WF
+bin G=32, 0.92 vs 0.93), by up to +0.23 at G = 32.
+The goal is NOT met on messy groups: at G = 8 every messy column is 0.60-0.78, and token AUC is
+0.66-0.92; with 6 versions per function most versions are written once in a group of 8, and a
+piece written once carries no contrast (its tokens get A^D = 0 beside its writer's other pieces).
 """
 
 from __future__ import annotations

@@ -341,7 +341,7 @@ def test_ridge_beats_contrast_on_a_messy_scenario():
     """bench/credit.py's "imbalanced SR" scenario (3 implementations and 3 bug kinds per function, one function
     right 15% of the time, one search/replace per function per turn, binary reward), 3 groups of 32 replayed
     through the environment with the embedded tokenizer. The contrast credits a correct version of the hard
-    function with its writers' other pieces; the ridge holds those fixed. Thresholds: measured 0.98 / 0.74."""
+    function with its writers' other pieces; the ridge holds those fixed. Measured: ridge 0.93, contrast 0.74."""
     import random
 
     import transformers
@@ -350,8 +350,8 @@ def test_ridge_beats_contrast_on_a_messy_scenario():
     from bench import credit as bench
 
     tok = transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())
-    regions = bench.MESSY_TASKS[1]
-    task = bench.messy_task(1, regions)
+    regions = bench.MESSY_TASKS[2]
+    task = bench.messy_task(2, regions)
     public_ok = [[True] * 6 for _ in regions]  # only the repair and rewrite scenarios read it
     rng, groups = random.Random(0), []
     while len(groups) < 3:
@@ -363,4 +363,4 @@ def test_ridge_beats_contrast_on_a_messy_scenario():
             groups.append(group)
     ridge, _ = bench.measure(groups, didpo.AdvConfig())
     contrast, _ = bench.measure(groups, didpo.AdvConfig(baseline="contrast", eta=0.8))
-    assert ridge >= 0.95 and contrast <= 0.85, (ridge, contrast)
+    assert ridge >= 0.92 and contrast <= 0.76, (ridge, contrast)

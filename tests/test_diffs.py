@@ -198,8 +198,15 @@ def test_one_member_per_turn_holds_both_places():
     code = "def f(a, b):\n    value = a * b\n    value = a * b\n    return value\n"
     group = [traj(episode_turns([whole(code, G_OK)])) for _ in range(3)] + [traj(episode_turns([whole(F_OK, G_OK)]))]
     res = diffs.find_anchors(group)
-    (line,) = [c for c in diffs.candidates(group[0].turns[0], 0, 0) if c.text == "value = a * b"]
+    (line,) = [c for c in diffs.candidates(group[0].turns[0], 0, 0) if c.text == "value = a * b  @def f(a, b):"]
     assert len(line.units) == 2
+    # line_scope: a line is keyed by its top-level statement, so the same line in g is another unit
+    two = "def f(a, b):\n    value = a * b\n    return value\n\n\ndef g(a, b):\n    value = a * b\n    return value\n"
+    turn = episode_turns([whole(two, "")])[0]
+    scoped = sorted(c.text for c in diffs.candidates(turn, 0, 0) if c.level == "line" and "value = a" in c.text)
+    assert scoped == ["value = a * b  @def f(a, b):", "value = a * b  @def g(a, b):"]
+    plain = [c for c in diffs.candidates(turn, 0, 0, line_scope=False) if c.text == "value = a * b"]
+    assert len(plain) == 1 and len(plain[0].units) == 2
     for a in res.anchors:
         keys = [(m.traj, m.turn) for m in a.members]
         assert len(keys) == len(set(keys))
