@@ -82,11 +82,11 @@ class Config:
     stop_when_public_pass: bool = False
     # algorithm
     algo: str = "didpo"  # grpo | gigpo | didpo
-    baseline: str = "contrast"  # contrast | group_mean (the reference estimator); bench/credit.py compares them
+    baseline: str = "ridge"  # ridge | contrast | group_mean (the reference estimator); bench/credit.py compares them
     norm: str = "mean_norm"  # mean_norm | mean_std_norm
     gamma: float = 0.95
     lam: float = 1.0
-    eta: float = 0.8
+    eta: float = 1.0  # straggler merging off: at 0.8 it joins correct and buggy versions (bench/credit.py)
     s0: float = 8.0
     g0: float = 8.0
     K: int = 64
@@ -126,7 +126,7 @@ class Config:
 PRESETS = {
     "Qwen2.5-7B-Coder": dict(
         sampler="vllm", dtype="bfloat16", activation_checkpointing=True, difficulty="", norm="mean_norm",
-        lam=1.0, eta=0.8, s0=8.0, g0=8.0, K=64, gamma=0.95, group_size=32, tasks_per_step=6,
+        lam=1.0, s0=8.0, g0=8.0, K=64, gamma=0.95, group_size=32, tasks_per_step=6,
         dynamic_sampling=True, max_gen_batches=20, lr=1e-6, clip_low=0.2, clip_high=0.28, dual_clip=3.0,
         entropy_coef=0.001, grad_clip=1.0, loss_agg="token-mean", kl_coef=0.01, max_turns=8,
         max_response_tokens=4096, max_total_tokens=8192 + 4096, gpu_memory_utilization=0.7, steps=100,
@@ -136,7 +136,7 @@ PRESETS = {
 PRESETS["Qwen/Qwen2.5-Coder-7B-Instruct"] = PRESETS["Qwen2.5-7B-Coder"]
 
 CHOICES = dict(sampler=("hf", "vllm"), reward=("binary", "fraction"), algo=("grpo", "gigpo", "didpo"),
-               baseline=("group_mean", "contrast"), norm=("mean_norm", "mean_std_norm"),
+               baseline=didpo.BASELINES, norm=("mean_norm", "mean_std_norm"),
                loss_agg=("token-mean", "seq-mean-token-mean"), dtype=("auto", "float32", "bfloat16"))
 
 
