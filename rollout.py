@@ -543,7 +543,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
                 sampled += len(s.token_ids)
             todo = [j for j in jobs if j is not None]
             t = time.time()
-            verdicts = iter(sandbox.grade_many(todo, env_cfg.sandbox_workers) if todo else [])
+            verdicts = iter(_grade(todo, env_cfg) if todo else [])
             stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
             still = []
             for r, job in zip(live, jobs):
@@ -564,7 +564,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
             live = still
         bar.update(job_bar, description=f"grading {len(runs)} episodes")
         t = time.time()
-        finals = sandbox.grade_many([r.episode.final_job() for r in runs], env_cfg.sandbox_workers)
+        finals = _grade([r.episode.final_job() for r in runs], env_cfg)
         stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
     groups: list[list[env.Trajectory]] = [[] for _ in tasks]
     for k, (r, v) in enumerate(zip(runs, finals)):
@@ -594,6 +594,13 @@ def _add_turn(r: _Run, s: Sample, eot: int, tokenizer) -> sandbox.GradeJob | Non
     turn = r.episode.turns[-1]
     turn.span, turn.offsets = (a, len(r.token_ids)), offsets
     return job
+
+
+def _grade(jobs, env_cfg: env.EnvConfig):
+    # Workers only when the caller sized them (train.py: cores / ranks on the node); else grade_many's default.
+    if env_cfg.sandbox_workers is None:
+        return sandbox.grade_many(jobs)
+    return sandbox.grade_many(jobs, env_cfg.sandbox_workers)
 
 
 def _cut_reason(r: _Run, msg: str | None, verdicts, cfg: env.EnvConfig) -> str:

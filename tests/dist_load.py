@@ -44,4 +44,5 @@ if __name__ == "__main__":
             report[f"{k}_buffers"] = all(torch.equal(bufs[k][n], want_bufs[n]) for n in want_bufs)
             report[f"{k}_dtype"] = str(next(iter(got[k].values())).dtype)
         Path(out).write_text(json.dumps(report))
+    dist.barrier()  # rank 1 must not tear gloo down while rank 0 still checks (it aborts otherwise)
     dist.destroy_process_group()
