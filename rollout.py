@@ -338,7 +338,9 @@ class VLLMSampler(_Awake):
     (distributed_executor_backend="external_launcher", which needs in-process too). Sleep mode
     is used where the platform has it (CUDA, ROCm, XPU); elsewhere (CPU) sleep() / wake() are
     logged no-ops. A request seed is derived per prompt (seed * 1_000_003 + i): one shared seed
-    would give the n identical prompts of a task group n identical samples.
+    would give the n identical prompts of a task group n identical samples. `seed` seeds the
+    engine, which draws every unseeded request: give each data-parallel engine its own
+    (train.make_sampler: seed + rank), or the ranks sample identically.
     """
 
     def __init__(self, model: str, tokenizer=None, dtype: str = "auto", seed: int = 0,

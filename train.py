@@ -519,8 +519,11 @@ class Logger:
 
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
+        # One engine per rank, each with its own seed: engines sharing a seed draw the same samples for
+        # unseeded requests, and rank task windows wrap around a small task file.
         # On CPU, eager mode: torch.compile of the model takes minutes on a laptop's cores.
-        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed, gpu_memory_utilization=cfg.gpu_memory_utilization,
+        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(),
+                                   gpu_memory_utilization=cfg.gpu_memory_utilization,
                                    max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu")
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
     return rollout.HFSampler(copy.deepcopy(lm).to(device).eval(), tokenizer)
