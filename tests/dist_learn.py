@@ -32,9 +32,7 @@ def fixed_batch(vocab: int, n: int = 6, seed: int = 0):
     return trajs, advs
 
 
-if __name__ == "__main__":
-    out, micro = sys.argv[1], int(sys.argv[2])
-    rank, world, device = train.init()
+def main(out: str, micro: int, rank: int, world: int, device) -> None:
     cfg = train.Config(micro_batch_size=micro, lr=1.0, entropy_coef=0.01, logprob_chunk=5)
     lm = build_tiny_model(600)
     policy = train.build_learner(lm, cfg, device, world)
@@ -46,4 +44,17 @@ if __name__ == "__main__":
     params = {n: t.clone() for n, t in train.full_named_parameters(policy)}
     if rank == 0:
         torch.save({"params": params, "metrics": m}, out)
-    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    rank, world, device = train.init()
+    try:
+        main(sys.argv[1], int(sys.argv[2]), rank, world, device)
+        # Tear down only when every rank is done: gloo's barrier first waits for this rank's
+        # in-flight async work (FSDP's collectives), then for the peer. Without it a fast rank shut
+        # its gloo pairs down and exited while work still held tensors, and the interpreter's
+        # finalization then aborted the process ("terminate called without an active exception").
+        dist.barrier()
+    finally:
+        # Also on error, so a failing rank shows its Python traceback instead of a C++ abort.
+        dist.destroy_process_group()
