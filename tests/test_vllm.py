@@ -28,10 +28,15 @@ pytestmark = pytest.mark.vllm
 DATA = Path(__file__).resolve().parent.parent / "data" / "tasks.jsonl"
 
 # vLLM samples in bf16; the reference is an fp32 forward pass over the same bf16-rounded weights,
-# so the gap is bf16 activation rounding only. Measured here: mean |Δ| 0.020-0.023, max 0.08-0.15 nats
-# over 96 sampled tokens.
+# so the gap is bf16 activation rounding only. Measured: mean |Δ| 0.010-0.036 nats over 72-96 sampled
+# tokens; the single worst token varies with the CPU's kernels (0.08-0.15 on one machine, up to 0.61
+# on another), so the tail is bounded by a quantile. A stale head or layer gives a mean of 0.4-2.9.
 BF16_MEAN_ATOL = 0.05
-BF16_MAX_ATOL = 0.5
+BF16_P95_ATOL = 0.25
+
+
+def bf16_close(gap: torch.Tensor) -> bool:
+    return bool(gap.mean() < BF16_MEAN_ATOL and gap.quantile(0.95) < BF16_P95_ATOL)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +63,7 @@ def prompts(hf):
 
 
 def test_generate_from_token_ids(engine, prompts, hf):
-    _, tok = hf
+    model, tok = hf
     eot = env.eot_id(tok)
     out = engine.generate(prompts, Sampling(temperature=0, max_tokens=24))
     assert len(out) == len(prompts)
@@ -67,8 +72,14 @@ def test_generate_from_token_ids(engine, prompts, hf):
         assert s.finish_reason == ("stop" if s.token_ids[-1] == eot else "length")
         assert s.finish_reason == "stop" or len(s.token_ids) == 24
         assert eot not in s.token_ids[:-1]
+    same = engine.generate(prompts, Sampling(temperature=0, max_tokens=24))
+    assert [s.token_ids for s in same] == [s.token_ids for s in out]  # deterministic
+    # Outputs come back in input order: each reversed-batch output is the continuation of its own
+    # prompt (its log-probs are that prompt's). Its tokens may differ from `out`'s after a near-tie:
+    # bf16 CPU kernels are not batch-position invariant.
     again = engine.generate(prompts[::-1], Sampling(temperature=0, max_tokens=24))
-    assert [s.token_ids for s in again] == [s.token_ids for s in out[::-1]]  # input order, deterministic
+    for p, s in zip(prompts[::-1], again):
+        assert bf16_close((torch.tensor(s.logprobs) - forward_logprobs(model, p + s.token_ids)[len(p) - 1:]).abs())
 
 
 def test_logprobs_agree_with_hf_forward(engine, prompts, hf):
@@ -80,7 +91,7 @@ def test_logprobs_agree_with_hf_forward(engine, prompts, hf):
         gaps.append((torch.tensor(s.logprobs) - ref).abs())
     gap = torch.cat(gaps)
     print(f"vLLM bf16 vs HF fp32 logprobs: mean |diff| {gap.mean():.4f}, max {gap.max():.4f} over {len(gap)} tokens")
-    assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
+    assert bf16_close(gap)
 
 
 def test_weight_update_changes_output_and_reversal_restores_it(engine, prompts, hf):
@@ -99,7 +110,7 @@ def test_weight_update_changes_output_and_reversal_restores_it(engine, prompts, 
     twin.load_state_dict(noisy, strict=False)
     gap = torch.cat([(torch.tensor(s.logprobs) - forward_logprobs(twin, p + s.token_ids)[len(p) - 1:]).abs()
                      for p, s in zip(prompts, after)])
-    assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
+    assert bf16_close(gap)
     engine.load_weights(iter(original.items()))
     assert [s.token_ids for s in engine.generate(prompts, greedy)] == before
 
@@ -109,8 +120,8 @@ def _sync_gaps(engine, prompts, synced, stale) -> tuple[torch.Tensor, torch.Tens
     out = engine.generate(prompts, Sampling(temperature=1.0, max_tokens=24, seed=3))
     gap = [torch.cat([(torch.tensor(s.logprobs) - forward_logprobs(m, p + s.token_ids)[len(p) - 1:]).abs()
                       for p, s in zip(prompts, out)]) for m in (synced, stale)]
-    print(f"engine vs synced HF: mean {gap[0].mean():.4f} max {gap[0].max():.4f}; "
-          f"vs stale HF: mean {gap[1].mean():.4f} max {gap[1].max():.4f} over {len(gap[0])} tokens")
+    print(f"engine vs synced HF: mean {gap[0].mean():.4f} p95 {gap[0].quantile(0.95):.4f}; "
+          f"vs stale HF: mean {gap[1].mean():.4f} p95 {gap[1].quantile(0.95):.4f} over {len(gap[0])} tokens")
     return gap[0], gap[1]
 
 
@@ -130,7 +141,7 @@ def test_sync_moves_the_tied_head_with_the_embedding(engine, prompts, hf):
         synced, stale = _sync_gaps(engine, prompts, twin, model)
     finally:
         engine.load_weights(iter(original.items()))
-    assert synced.mean() < BF16_MEAN_ATOL and synced.max() < BF16_MAX_ATOL
+    assert bf16_close(synced)
     assert stale.mean() > 5 * BF16_MEAN_ATOL  # the change is far above bf16 noise: a stale head fails
 
 
@@ -165,14 +176,14 @@ def test_sync_of_an_untied_head(untied):
     twin.lm_head.weight.data.copy_(head)
     engine.load_weights(iter((original | {"lm_head.weight": head}).items()))
     synced, stale = _sync_gaps(engine, prompts, twin, model)
-    assert synced.mean() < BF16_MEAN_ATOL and synced.max() < BF16_MAX_ATOL
+    assert bf16_close(synced)
     assert stale.mean() > 5 * BF16_MEAN_ATOL
     # And every other parameter: perturb them all (the head back to its original).
     noisy = {n: (t + 0.05 * torch.randn(t.shape, generator=g)).bfloat16().float() for n, t in original.items()}
     twin.load_state_dict(noisy)
     engine.load_weights(iter(noisy.items()))
     synced, stale = _sync_gaps(engine, prompts, twin, model)
-    assert synced.mean() < BF16_MEAN_ATOL and synced.max() < BF16_MAX_ATOL
+    assert bf16_close(synced)
     assert stale.mean() > 5 * BF16_MEAN_ATOL
 
 
@@ -195,4 +206,4 @@ def test_rollout_through_vllm(engine, hf):
         check_layout(tr, task, tok)
         on = torch.tensor(tr.loss_mask[1:]).bool()
         gap = (torch.tensor(tr.sampler_logprobs[1:])[on] - forward_logprobs(model, tr.token_ids)[on]).abs()
-        assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
+        assert bf16_close(gap)
