@@ -72,6 +72,9 @@ def test_generate_from_token_ids(engine, prompts, hf):
         assert s.finish_reason == ("stop" if s.token_ids[-1] == eot else "length")
         assert s.finish_reason == "stop" or len(s.token_ids) == 24
         assert eot not in s.token_ids[:-1]
+    # A rerun hits the prefix cache, whose KV was computed in another schedule (bf16: other rounding,
+    # which flips near-ties); with it emptied the rerun is the same computation.
+    engine.llm.reset_prefix_cache()
     same = engine.generate(prompts, Sampling(temperature=0, max_tokens=24))
     assert [s.token_ids for s in same] == [s.token_ids for s in out]  # deterministic
     # Outputs come back in input order: each reversed-batch output is the continuation of its own
