@@ -137,8 +137,9 @@ def load_model(name: str, dtype: torch.dtype | str | None = None, device: str | 
     """Return (model, tokenizer) for `name` (see the module docstring for accepted forms).
     dtype "auto" keeps the checkpoint's stored dtype."""
     path = resolve(name)
+    tokenizer = load_tokenizer(path)  # first: small, so a bad name fails before gigabytes of weights load
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
-    return model.to(device).eval(), load_tokenizer(path)
+    return model.to(device).eval(), tokenizer
 
 
 def load_tokenizer(name: str):
