@@ -19,6 +19,11 @@ Generations. `--samples FILE`: JSONL lines {"task_id", "code"} (used as-is), {"t
 `--model M --mode single`: one response per sample, code = the last fenced block (the whole text if
 none). `--mode agent`: the multi-turn environment (env.py) with public-test feedback; its final
 workspace is graded. Grading: sandbox.grade_many, mode "lcb" for livecodebench, "judge" otherwise.
+These keep the benchmarks' own semantics, loopholes included, so numbers compare with published
+ones: the test harness shares the interpreter with the solution, so code that writes the completion
+record and exits, returns an object whose __eq__ is always true, patches builtins the harness calls,
+or reads the tests from the harness's memory can pass (lcb also ships expected stdio outputs into
+the sandbox). Training rewards use mode "strict" (env.py's default), which closes these.
 
 Output (--out): config.json, samples.jsonl (one line per sample: code, response, verdict) and
 results.json, each written to a temp file and renamed, so an interrupted run leaves no torn file.

