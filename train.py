@@ -38,6 +38,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+# Exact resume needs run-to-run identical numerics. MKL picks its thread count from the machine's
+# load by default (MKL_DYNAMIC), and a different thread count rounds fp32 sums differently: measured,
+# a resumed run's step-1 metrics then differed in the 5th digit when another job loaded the CPU.
+# Set before torch loads MKL.
+os.environ.setdefault("MKL_DYNAMIC", "FALSE")
+
 import torch
 import torch.distributed as dist
 import typer
