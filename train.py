@@ -235,6 +235,15 @@ def init() -> tuple[int, int, torch.device]:
     return dist.get_rank(), dist.get_world_size(), device
 
 
+def shutdown() -> None:
+    """Leave the process group together, before interpreter teardown. A gloo group still alive at exit
+    is destroyed while Python clears its modules, and its worker threads can abort the process
+    ("terminate called without an active exception") after all the work is done."""
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def print0(*args, **kwargs):
     if dist.get_rank() == 0:
         console.print(*args, **kwargs)
@@ -919,6 +928,7 @@ def _cli() -> typer.Typer:
             typer.echo(f"error: {e}", err=True)  # one line, never wrapped
             raise typer.Exit(2) from None
         train(cfg)
+        shutdown()  # only after success: a rank that failed must not hold the others in a barrier
 
     main.__signature__ = inspect.Signature(params)
     app.command()(main)

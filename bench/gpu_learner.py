@@ -261,4 +261,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    import train
+
+    train.shutdown()  # leave the process group before interpreter teardown
+    sys.exit(rc)

@@ -334,6 +334,9 @@ def main(argv=None) -> int:
 
             torch.set_num_threads(1)  # tiny matmuls; a shared CPU stalls on OpenMP threads
         ok = {"a": part_a, "b": part_b, "c": part_c}[a.part](a.cpu)
+        import train
+
+        train.shutdown()  # leave the process group before interpreter teardown
         return 0 if ok else 1
     import torch
 

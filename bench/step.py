@@ -125,4 +125,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    train.shutdown()  # leave the process group before interpreter teardown
+    sys.exit(rc)

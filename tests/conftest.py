@@ -74,3 +74,12 @@ def tiny_tokenizer(tiny_model_dir) -> transformers.PreTrainedTokenizerFast:
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir) -> transformers.Qwen2ForCausalLM:
     return transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # Tests that call train.init() leave a one-process gloo group in this process; destroy it
+    # before interpreter teardown, which it can otherwise abort (see train.shutdown).
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

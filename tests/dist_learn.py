@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
 from conftest import build_tiny_model  # noqa: E402
@@ -36,7 +35,7 @@ def fixed_batch(vocab: int, n: int = 6, seed: int = 0):
     return trajs, advs
 
 
-if __name__ == "__main__":
+def main():
     out, micro, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     uneven = extra == ["uneven"]
     tokens = 0 if uneven else int((extra or [0])[0])
@@ -57,7 +56,11 @@ if __name__ == "__main__":
     params = {n: t.clone() for n, t in train.full_named_parameters(policy)}
     if rank == 0:
         torch.save({"params": params, "metrics": m}, out)
-    # Both ranks leave together: a rank that tears gloo down while its peer still holds the pair
-    # open can abort the peer ("terminate called without an active exception"), seen under load.
-    dist.barrier()
-    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    # In a function, so the FSDP module and its collectives' state are freed before the group is
+    # destroyed, and the group before interpreter teardown (gloo aborts a process whose group is
+    # still alive while Python clears its modules: "terminate called without an active exception").
+    main()
+    train.shutdown()

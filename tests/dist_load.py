@@ -19,7 +19,8 @@ sys.path[:0] = [str(Path(__file__).parents[1])]
 import rollout  # noqa: E402
 import train  # noqa: E402
 
-if __name__ == "__main__":
+
+def main():
     model_dir, out = sys.argv[1], sys.argv[2]
     rank, world, device = train.init()
     cfg = train.Config(model=model_dir, sampler="vllm", kl_coef=0.01, activation_checkpointing=True)
@@ -44,5 +45,8 @@ if __name__ == "__main__":
             report[f"{k}_buffers"] = all(torch.equal(bufs[k][n], want_bufs[n]) for n in want_bufs)
             report[f"{k}_dtype"] = str(next(iter(got[k].values())).dtype)
         Path(out).write_text(json.dumps(report))
-    dist.barrier()  # rank 1 must not tear gloo down while rank 0 still checks (it aborts otherwise)
-    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+    train.shutdown()  # both ranks leave together, with nothing of FSDP's left alive (see train.shutdown)
