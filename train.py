@@ -112,6 +112,10 @@ class Config:
     grad_clip: float = 1.0
     micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
     micro_batch_tokens: int = 4096  # padded tokens per micro-batch, sequences sorted by length (verl's dynamic bsz)
+    # auto | on | off. Padding-free: a micro-batch's sequences in one row (exact: no token attends or predicts
+    # across a boundary). auto = on where flash-attn is installed (varlen kernels); sdpa computes the whole
+    # packed row's attention under a block-diagonal mask, which costs more than it saves (bench/gpu_learner.py --pack).
+    pack: str = "auto"
     ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
     ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)
     logprob_chunk: int = 1024  # tokens per lm_head chunk: full-vocab fp32 logits never exist for a whole sequence
@@ -143,7 +147,8 @@ PRESETS["Qwen/Qwen2.5-Coder-7B-Instruct"] = PRESETS["Qwen2.5-7B-Coder"]
 
 CHOICES = dict(sampler=("hf", "vllm"), reward=("binary", "fraction"), algo=("grpo", "gigpo", "didpo"),
                baseline=didpo.BASELINES, norm=("mean_norm", "mean_std_norm"),
-               loss_agg=("token-mean", "seq-mean-token-mean"), dtype=("auto", "float32", "bfloat16"))
+               loss_agg=("token-mean", "seq-mean-token-mean"), dtype=("auto", "float32", "bfloat16"),
+               pack=("auto", "on", "off"))
 
 
 def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
@@ -260,20 +265,36 @@ class Policy(torch.nn.Module):
     `autocast`: run the decoder under CPU bf16 autocast (fp32 master weights; the residual
     stream, norms and the lm_head stay fp32, so log-probs stay close to fp32's)."""
 
-    def __init__(self, lm: torch.nn.Module, chunk: int, autocast: bool = False):
+    def __init__(self, lm: torch.nn.Module, chunk: int, autocast: bool = False, pack: bool = False):
         super().__init__()
-        self.lm, self.chunk, self.autocast = lm, chunk, autocast
+        self.lm, self.chunk, self.autocast, self.pack = lm, chunk, autocast, pack
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entropy: bool = False,
                 mask: torch.Tensor | None = None):
-        """(B, T-1) log-probs of input_ids[:, 1:] and entropies. With `mask` (B, T-1), only its
-        nonzero positions are computed (zeros elsewhere): the lm_head is a quarter of the model's
-        FLOPs, and prompt, observation and pad tokens need none of it."""
+        """(B, T-1) log-probs of input_ids[:, 1:] and entropies of right-padded rows. With `mask` (B, T-1),
+        only its nonzero positions are computed (zeros elsewhere; default: every real token): the lm_head
+        is a quarter of the model's FLOPs, and prompt, observation and pad tokens need none of it.
+
+        `pack`: the decoder runs on the N real tokens side by side in one row, position ids restarting
+        at 0 for each sequence, and no attention mask. transformers reads each restart as a sequence
+        start: a block-diagonal causal mask (sdpa, eager) or the varlen kernel (flash_attention_2)."""
+        keep = (mask if mask is not None else attention_mask[:, 1:]).bool()  # (B, T-1)
+        targets = input_ids[:, 1:][keep]  # (M,): position j predicts token j+1 of its own row
         with torch.autocast(input_ids.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            h = self.lm.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
-        h, targets = h[:, :-1], input_ids[:, 1:]  # position j predicts token j+1
-        keep = mask.bool() if mask is not None else torch.ones_like(targets, dtype=torch.bool)  # (B, T-1)
-        h, targets = h[keep], targets[keep]  # (N, H), (N,)
+            if self.pack:
+                real, lens = attention_mask.bool(), attention_mask.sum(1)  # (B, T), (B,)
+                pos = attention_mask.cumsum(1) - 1  # (B, T): 0..n-1 in each row
+                cu = torch.nn.functional.pad(lens.cumsum(0), (1, 0)).int()  # (B+1,) sequence starts
+                n_max = int(lens.max())
+                # cu / n_max spare the varlen kernel re-deriving them from position_ids in every layer.
+                h = self.lm.model(input_ids=input_ids[real][None], position_ids=pos[real][None], use_cache=False,
+                                  cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=n_max, max_length_k=n_max,
+                                  ).last_hidden_state[0]  # (N, H)
+                # Row b's position j is packed index cu[b] + j: gather the (M, H) kept states.
+                h = h[(cu[:-1, None] + torch.arange(keep.shape[1], device=keep.device))[keep]]
+            else:
+                h = self.lm.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
+                h = h[:, :-1][keep]  # (M, H)
         logps, ents = [], []
         for s in range(0, max(h.shape[0], 1), self.chunk):  # one (empty) chunk even at N = 0: backward must run
             # Recompute each chunk's logits in backward instead of keeping them: peak is one chunk.
@@ -326,6 +347,17 @@ def compute_bf16(cfg: Config, device: torch.device) -> bool:
     return cfg.dtype == "bfloat16" or (cfg.dtype == "auto" and device.type == "cuda")
 
 
+def attention(device: torch.device) -> str:
+    """flash_attention_2 where flash-attn is installed (requirements-gpu.txt), else torch's sdpa."""
+    from transformers.utils import is_flash_attn_2_available
+
+    return "flash_attention_2" if device.type == "cuda" and is_flash_attn_2_available() else "sdpa"
+
+
+def packs(cfg: Config, device: torch.device) -> bool:
+    return cfg.pack == "on" or (cfg.pack == "auto" and attention(device) == "flash_attention_2")
+
+
 def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False,
                   config=None) -> Policy:
     """FSDP2 over a model built on the meta device; the weights come from rank 0.
@@ -353,7 +385,7 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     store = torch.bfloat16 if frozen and bf16 else torch.float32
     offload = frozen and device.type == "cuda"
     with torch.device("meta"):
-        shell = transformers.AutoModelForCausalLM.from_config(config).to(store)
+        shell = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention(device)).to(store)
     if cfg.activation_checkpointing and not frozen:
         # activation_checkpointing_enable() exists only in recent transformers (vLLM pins its own).
         enable = getattr(shell, "activation_checkpointing_enable", None)
@@ -365,7 +397,7 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     # so train() changes nothing else.
     shell.train(not frozen)
     shell.config.use_cache = False
-    policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device))
+    policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device), packs(cfg, device))
     mesh = init_device_mesh(device.type, (world,))
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 \
         else MixedPrecisionPolicy()
@@ -442,14 +474,17 @@ def score(policy: Policy, batches) -> list[torch.Tensor]:
 
 def micro_batches(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], cfg: Config, device) -> list:
     """Padded micro-batches of one rank's trajectories. With micro_batch_tokens (verl's dynamic batch
-    size) the sequences are sorted by length and packed greedily while B x T_max <= the budget, so a
-    long sequence never pads many short ones; otherwise micro_batch_size sequences each, in order."""
-    order = list(range(len(trajs)))
+    size) the sequences are sorted by length and packed greedily while B x T_max <= the budget (the
+    sum of lengths when the forward packs them), so a long sequence never pads many short ones;
+    otherwise micro_batch_size sequences each, in order."""
+    order, n = list(range(len(trajs))), [len(t.token_ids) for t in trajs]
     if cfg.micro_batch_tokens:
-        order.sort(key=lambda i: -len(trajs[i].token_ids))
-        parts: list[list[int]] = []
-        for i in order:  # longest first, so parts[-1][0] is the longest of the current part
-            if not parts or (len(parts[-1]) + 1) * len(trajs[parts[-1][0]].token_ids) > cfg.micro_batch_tokens:
+        order.sort(key=lambda i: -n[i])
+        pack, parts = packs(cfg, torch.device(device)), []
+        for i in order:
+            p = [*(parts[-1] if parts else []), i]  # the current part, grown by i
+            tokens = sum(n[j] for j in p) if pack else len(p) * max(n[j] for j in p)
+            if len(p) == 1 or tokens > cfg.micro_batch_tokens:
                 parts.append([])
             parts[-1].append(i)
     else:

@@ -1,13 +1,13 @@
 """Run one `train.learn` step on fixed trajectories; write the updated parameters.
 
-    python tests/dist_learn.py OUT.pt MICRO [TOKENS]                        # one process
-    torchrun --nproc_per_node 2 tests/dist_learn.py OUT.pt MICRO [TOKENS]     # two gloo processes
+    python tests/dist_learn.py OUT.pt MICRO [TOKENS] [pack]                     # one process
+    torchrun --nproc_per_node 2 tests/dist_learn.py OUT.pt MICRO [TOKENS] [pack]  # two gloo processes
     torchrun --nproc_per_node 3 tests/dist_learn.py OUT.pt MICRO uneven  # rollouts 5 / 1 / 0 per rank
 
-MICRO sequences per micro-batch, or with TOKENS > 0 micro-batches by token budget. Used by
-test_train.py and test_train_node.py, in fp32: the update must not depend on world size,
-micro-batch size or token budget beyond rounding, nor on which rank rolled out which trajectories
-(train.spread hands each rank its share first).
+MICRO sequences per micro-batch, or with TOKENS > 0 micro-batches by token budget; `pack` runs
+each micro-batch padding-free (Config.pack on). Used by test_train.py and test_train_node.py, in
+fp32: the update must not depend on world size, micro-batch size, token budget or packing beyond
+rounding, nor on which rank rolled out which trajectories (train.spread hands each rank its share first).
 """
 
 import sys
@@ -37,11 +37,11 @@ def fixed_batch(vocab: int, n: int = 6, seed: int = 0):
 
 def main():
     out, micro, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-    uneven = extra == ["uneven"]
-    tokens = 0 if uneven else int((extra or [0])[0])
+    uneven, pack = "uneven" in extra, "pack" in extra
+    tokens = int(extra[0]) if extra and extra[0].isdigit() else 0
     rank, world, device = train.init()
     cfg = train.Config(micro_batch_size=micro, micro_batch_tokens=tokens, dtype="float32", lr=1.0, entropy_coef=0.01,
-                       logprob_chunk=5)
+                       logprob_chunk=5, pack="on" if pack else "off")
     lm = build_tiny_model(600)
     policy = train.build_learner(lm, cfg, device, world)
     # SGD, so the update is exactly -lr * grad: Adam's per-element normalization would turn

@@ -17,13 +17,13 @@ def _run(args, **kw):
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600, **kw)
 
 
-def _learn(tmp_path, world: int, micro: int, tokens: int = 0) -> dict:
-    out = tmp_path / f"w{world}_m{micro}_t{tokens}.pt"
+def _learn(tmp_path, world: int, micro: int, tokens: int = 0, pack: bool = False) -> dict:
+    out = tmp_path / f"w{world}_m{micro}_t{tokens}_p{int(pack)}.pt"
+    args = ["tests/dist_learn.py", str(out), str(micro), str(tokens), *(["pack"] if pack else [])]
     if world == 1:
-        cmd = [PY, "tests/dist_learn.py", str(out), str(micro), str(tokens)]
+        cmd = [PY, *args]
     else:
-        cmd = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world),
-               "tests/dist_learn.py", str(out), str(micro), str(tokens)]
+        cmd = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(world), *args]
     r = _run(cmd)
     assert r.returncode == 0, f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     return torch.load(out)
@@ -40,9 +40,13 @@ def test_update_invariant_to_world_size_and_micro_batches(tmp_path):
     # micro-batches and rank 1 (17, 27, 37) three, so rank 0 runs an empty one.
     d = _learn(tmp_path, 1, 1, tokens=40)
     e = _learn(tmp_path, 2, 1, tokens=50)
+    # Padding-free: all six sequences in one row; and by a budget of real tokens (40: rank 0 packs
+    # 22+12 after 32 alone, rank 1 runs 37, 27, 17 alone).
+    f = _learn(tmp_path, 1, 6, pack=True)
+    g = _learn(tmp_path, 2, 1, tokens=40, pack=True)
     changed = max((a["params"][n] - before[n]).abs().max().item() for n in before)
     assert changed > 1e-4  # the step really moved the parameters
-    for other in (b, c, d, e):
+    for other in (b, c, d, e, f, g):
         for n in a["params"]:
             torch.testing.assert_close(other["params"][n], a["params"][n], rtol=0, atol=2e-6)
         assert other["metrics"]["loss"] == pytest.approx(a["metrics"]["loss"], abs=1e-6)
@@ -66,6 +70,61 @@ def test_chunked_logprobs_match_full_logits(tiny_model, tiny_tokenizer):
     torch.testing.assert_close(ent, want_ent, atol=1e-5, rtol=0)
 
 
+def _ragged(lens, vocab: int, seed: int = 0):
+    """Right-padded (B, T) ids and attention mask of random sequences of the given lengths."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.zeros(len(lens), max(lens), dtype=torch.long)
+    for b, n in enumerate(lens):
+        ids[b, :n] = torch.randint(3, vocab, (n,), generator=g)
+    return ids, (torch.arange(max(lens)) < torch.tensor(lens)[:, None]).long()
+
+
+def test_packed_logprobs_equal_padded_and_each_sequence_alone(tiny_model):
+    """Golden reference: each sequence run alone through the HF model with full logits. A packed
+    row that let a sequence attend to its predecessor (position ids not restarting, no block-diagonal
+    mask) or scored its first target from the previous sequence's last token fails here."""
+    import train
+
+    lens = [9, 2, 23, 14, 5]
+    ids, attn = _ragged(lens, tiny_model.config.vocab_size)
+    mask = attn[:, 1:].clone()
+    mask[:, :3] = 0  # a prompt off the loss mask, as in pad_batch
+    padded, packed = train.Policy(tiny_model, chunk=4), train.Policy(tiny_model, chunk=4, pack=True)
+    with torch.no_grad():
+        for m in (None, mask):
+            lp, ent = packed(ids, attn, entropy=True, mask=m)
+            want, want_ent = padded(ids, attn, entropy=True, mask=m)
+            torch.testing.assert_close(lp, want, atol=2e-6, rtol=0)
+            torch.testing.assert_close(ent, want_ent, atol=2e-6, rtol=0)
+        lp, ent = packed(ids, attn, entropy=True)
+        for b, n in enumerate(lens):
+            full = torch.log_softmax(tiny_model(ids[b : b + 1, :n]).logits[0, :-1], -1)  # (n-1, V)
+            torch.testing.assert_close(lp[b, : n - 1], full.gather(-1, ids[b, 1:n, None])[:, 0], atol=2e-6, rtol=0)
+            torch.testing.assert_close(ent[b, : n - 1], -(full.exp() * full).sum(-1), atol=2e-6, rtol=0)
+            assert not lp[b, n - 1 :].any()  # pad positions stay zero
+        # Sequence 1 alone decides sequence 2's log-probs: changing every token of it changes none of them.
+        other = ids.clone()
+        other[1, :2] = (ids[1, :2] + 7) % tiny_model.config.vocab_size
+        torch.testing.assert_close(packed(other, attn)[0][2:], lp[2:], atol=1e-6, rtol=0)
+
+
+def test_packed_gradients_equal_padded(tiny_model):
+    import copy
+
+    import train
+
+    ids, attn = _ragged([9, 2, 23, 14, 5], tiny_model.config.vocab_size, seed=1)
+    w = torch.randn(ids.shape[0], ids.shape[1] - 1, generator=torch.Generator().manual_seed(2))
+    grads = []
+    for pack in (False, True):
+        policy = train.Policy(copy.deepcopy(tiny_model), chunk=4, pack=pack)
+        lp, ent = policy(ids, attn, entropy=True)
+        ((lp + 0.1 * ent) * w).sum().backward()
+        grads.append({n: p.grad for n, p in policy.named_parameters()})
+    for n, g in grads[0].items():
+        torch.testing.assert_close(grads[1][n], g, atol=1e-5, rtol=1e-5, msg=n)
+
+
 def test_micro_batches_by_token_budget():
     import train
     from env import Trajectory
@@ -81,6 +140,9 @@ def test_micro_batches_by_token_budget():
     assert sorted(int(b[1].sum()) for b in one) == [12, 12, 17, 22, 37]
     by_count = train.micro_batches(trajs, advs, train.Config(micro_batch_tokens=0, micro_batch_size=2), "cpu")
     assert [tuple(int(n) for n in b[1].sum(1)) for b in by_count] == [(12, 37), (22, 17), (12,)]
+    # Packed, the budget counts real tokens: 22 + 17 = 39 fits 40, 12 + 12 = 24 fits, 17 + 12 + 12 does not.
+    packed = train.micro_batches(trajs, advs, train.Config(micro_batch_tokens=40, pack="on"), "cpu")
+    assert [tuple(int(n) for n in b[1].sum(1)) for b in packed] == [(37,), (22, 17), (12, 12)]
 
 
 def test_cpu_bf16_autocast_keeps_fp32_weights_and_close_logprobs(tiny_model, tiny_tokenizer):
