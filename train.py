@@ -111,10 +111,10 @@ class Config:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
-    micro_batch_tokens: int = 4096  # padded tokens per micro-batch, sequences sorted by length (verl's dynamic bsz)
-    # auto | on | off. Padding-free: a micro-batch's sequences in one row (exact: no token attends or predicts
-    # across a boundary). auto = on where flash-attn is installed (varlen kernels); sdpa computes the whole
-    # packed row's attention under a block-diagonal mask, which costs more than it saves (bench/gpu_learner.py --pack).
+    micro_batch_tokens: int = 4096  # tokens per micro-batch (B x T_max; packed: their sum), longest first (verl)
+    # auto | on | off: a micro-batch's sequences in one padding-free row (exact: no token sees another's).
+    # auto = on where flash-attn is installed (varlen kernel). sdpa runs the row's whole N x N attention under
+    # a block-diagonal mask: 0.59x the padded tokens/s on CPU (bench/gpu_learner.py, pack compare rows).
     pack: str = "auto"
     ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
     ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)

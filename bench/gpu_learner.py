@@ -4,10 +4,11 @@
     python bench/gpu_learner.py --layers 4           # same code, fewer decoder layers (smaller GPUs)
     python bench/gpu_learner.py --peak-tflops 312    # MFU against another chip's dense bf16 peak (A100)
     python bench/gpu_learner.py --smoke              # tiny fp32 model, seconds on CPU: keeps this script alive
+    python bench/gpu_learner.py --smoke --batch 8 --seq 1024 --budget 2048  # CPU: padded vs packed, longer rows
 
 The model is built from the Qwen2.5-Coder-1.5B-Instruct config (values embedded below, no weights
 travel) and goes through train.build_learner exactly as in training: FSDP2 on one rank, bf16 compute,
-fp32 master weights, activation checkpointing, fused AdamW. Two measurements:
+fp32 master weights, activation checkpointing, fused AdamW. Three measurements:
 
 1. Update step = train.learn on synthetic trajectories (B sequences x T tokens, the last 3/4 of each
    on the loss mask, random advantages): forward + backward per micro-batch of --micro-batch
@@ -21,6 +22,13 @@ fp32 master weights, activation checkpointing, fused AdamW. Two measurements:
    logits for backward, on the same sharded model. Peak = most memory allocated during the pass
    above what was allocated before it (weights + AdamW state; gradients are freed first, so the
    fp32 gradients written by backward are inside the peak). "OOM" if the naive pass does not fit.
+3. Padded vs packed (Config.pack): the update step of (1) on B sequences of lengths T/B, 2T/B, ..., T
+   in micro-batches by token budget (--budget, verl's dynamic batch size): padded rows are grouped
+   while B x T_max fits, packed rows while the sum of lengths fits. tokens/s counts real tokens only;
+   the ratio is packed / padded, both measured in this run. With equal lengths packing saves nothing,
+   hence the spread. Also the largest |log-prob| difference between the two forwards on one
+   micro-batch of all B sequences: fp32 rounding on CPU, bf16 rounding on GPU. Packing uses
+   flash-attn's varlen kernel where flash-attn is installed, else sdpa under a block-diagonal mask.
 On CPU (--smoke) the peak comes from the profiler's allocator events instead of CUDA's counters.
 """
 
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -67,15 +76,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=None, help="timed update steps after one warm-up (default 3; smoke 1)")
     ap.add_argument("--mem-seq", type=int, default=None,
                     help="tokens of the log-prob memory pass (default 16384; smoke 256)")
+    ap.add_argument("--budget", type=int, default=None,
+                    help="tokens per micro-batch in the padded vs packed comparison (default 4096; smoke 384)")
     ap.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the chip (H200/H100 SXM: 989)")
     ap.add_argument("--smoke", action="store_true", help="tiny fp32 model, runs on CPU in seconds")
     a = ap.parse_args(argv)
-    defaults = dict(batch=2, seq=256, micro_batch=1, steps=1, mem_seq=256) if a.smoke else \
-        dict(batch=8, seq=2048, micro_batch=4, steps=3, mem_seq=16384)
+    defaults = dict(batch=2, seq=256, micro_batch=1, steps=1, mem_seq=256, budget=384) if a.smoke else \
+        dict(batch=8, seq=2048, micro_batch=4, steps=3, mem_seq=16384, budget=4096)
     for name, value in defaults.items():
         if getattr(a, name) is None:
             setattr(a, name, value)
-    for name in ("layers", "batch", "seq", "micro_batch", "steps", "mem_seq", "peak_tflops"):
+    for name in ("layers", "batch", "seq", "micro_batch", "steps", "mem_seq", "budget", "peak_tflops"):
         value = getattr(a, name)
         if value is not None and value <= 0:
             sys.exit(f"error: --{name.replace('_', '-')} must be positive, got {value}")
@@ -84,17 +95,33 @@ def parse_args(argv=None) -> argparse.Namespace:
     return a
 
 
-def synthetic_batch(B: int, T: int, vocab: int, gen: torch.Generator):
-    """B trajectories of T random tokens: a prompt quarter off the mask, a response on it."""
+def synthetic_batch(lens: list[int], vocab: int, gen: torch.Generator):
+    """Trajectories of random tokens, one per length T: a prompt quarter off the mask, a response on it."""
     import env as envlib
 
     trajs, advs = [], []
-    for _ in range(B):
+    for T in lens:
         mask = [0] * (T // 4) + [1] * (T - T // 4)
         ids = torch.randint(vocab, (T,), generator=gen).tolist()
         trajs.append(envlib.Trajectory(task_id="synthetic", token_ids=ids, loss_mask=mask))
         advs.append(torch.randn(T, generator=gen) * torch.tensor(mask, dtype=torch.float))  # zero off-mask
     return trajs, advs
+
+
+def time_updates(policy, opt, trajs, advs, cfg, device, steps: int, sync) -> tuple[float, dict]:
+    """Mean seconds of train.learn over `steps` after one warm-up step (kernels, allocator, AdamW
+    state), and the last step's metrics."""
+    import train
+
+    times, m = [], {}
+    for i in range(1 + steps):
+        sync()
+        t = time.perf_counter()
+        m = train.learn(policy, opt, trajs, advs, cfg, device)
+        sync()
+        if i:
+            times.append(time.perf_counter() - t)
+    return sum(times) / len(times), m
 
 
 def _naive_forward(self, input_ids, attention_mask, entropy: bool = False):
@@ -204,20 +231,12 @@ def main(argv=None) -> int:
 
     # 1. update step
     gen = torch.Generator().manual_seed(0)
-    trajs, advs = synthetic_batch(a.batch, a.seq, shape["vocab_size"], gen)
-    times, m = [], {}
-    for i in range(1 + a.steps):  # step 0 warms up kernels and the allocator and creates the AdamW state
-        sync()
-        t = time.perf_counter()
-        m = train.learn(policy, opt, trajs, advs, cfg, device)
-        sync()
-        if i:
-            times.append(time.perf_counter() - t)
+    trajs, advs = synthetic_batch([a.seq] * a.batch, shape["vocab_size"], gen)
+    step_s, m = time_updates(policy, opt, trajs, advs, cfg, device, a.steps, sync)
     if not math.isfinite(m["loss"]) or not math.isfinite(m["grad_norm"]):
         print(f"error: the update produced non-finite metrics: loss {m['loss']}, grad_norm {m['grad_norm']}",
               file=sys.stderr)
         return 1
-    step_s = sum(times) / len(times)
     tok_s = a.batch * a.seq / step_s
     mfu = 6 * n_params * tok_s / (a.peak_tflops * 1e12)
 
@@ -236,6 +255,27 @@ def main(argv=None) -> int:
         naive = None
     opt.zero_grad(set_to_none=True)
 
+    # 3. padded vs packed, lengths T/B .. T, micro-batches by token budget
+    lens = [a.seq * (i + 1) // a.batch for i in range(a.batch)]
+    trajs, advs = synthetic_batch(lens, shape["vocab_size"], gen)
+    # All B sequences in one micro-batch through both forwards, at the same weights (before the timed steps).
+    same = train.micro_batches(trajs, advs, dataclasses.replace(cfg, micro_batch_size=a.batch), device)
+    lps = []
+    for pack in (False, True):
+        policy.pack = pack
+        lps.append(train.score(policy, same))
+    lp_diff = max(float((x - y).abs().max()) for x, y in zip(*lps))
+    cmp = {}
+    for pack in ("off", "on"):
+        c = dataclasses.replace(cfg, pack=pack, micro_batch_tokens=a.budget)
+        policy.pack = train.packs(c, device)
+        batches = train.micro_batches(trajs, advs, c, device)
+        decoded = sum(int(b[1].sum()) if policy.pack else b[1].numel() for b in batches)  # tokens the decoder runs
+        step, _ = time_updates(policy, opt, trajs, advs, c, device, a.steps, sync)
+        cmp[pack] = (sum(lens) / step, len(batches), decoded)
+    policy.pack = train.packs(cfg, device)
+    opt.zero_grad(set_to_none=True)
+
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"gpu_learner: {'smoke config' if a.smoke else 'Qwen2.5-Coder-1.5B config'}, "
           f"{shape['num_hidden_layers']} layers, N = {n_params / 1e6:.1f}M params, {where}, "
@@ -251,6 +291,14 @@ def main(argv=None) -> int:
         (f"peak memory chunked log-probs @ {a.mem_seq} tokens (MiB)", f"{chunked / MIB:.1f}"),
         (f"peak memory naive log-probs @ {a.mem_seq} tokens (MiB)", "OOM" if naive is None else f"{naive / MIB:.1f}"),
         ("naive / chunked", "-" if naive is None else f"{naive / max(chunked, 1):.1f}x"),
+        ("pack compare batch", f"{a.batch} sequences of {lens[0]}..{lens[-1]} tokens ({sum(lens)}), "
+                               f"budget {a.budget}, attention {train.attention(device)}"),
+        ("padded micro-batches / row tokens", f"{cmp['off'][1]} / {cmp['off'][2]}"),
+        ("packed micro-batches / row tokens", f"{cmp['on'][1]} / {cmp['on'][2]}"),
+        ("padded tokens/s", f"{cmp['off'][0]:.1f}"),
+        ("packed tokens/s", f"{cmp['on'][0]:.1f}"),
+        ("packed / padded", f"{cmp['on'][0] / cmp['off'][0]:.2f}x"),
+        ("max |log-prob packed - padded|", f"{lp_diff:.2e}"),
         ("wall time (s)", f"{time.perf_counter() - t_start:.1f}"),
     ]
     width = max(len(k) for k, _ in rows)

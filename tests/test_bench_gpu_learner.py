@@ -38,6 +38,11 @@ def test_smoke_prints_the_table_with_numbers():
     # Full (T, V) logits kept for backward must cost more than one 64-token chunk at a time.
     assert 0 < chunked < naive, rows
     assert "activation checkpointing 2/2 layers" in rows, rows
+    # Padded vs packed on lengths 128, 256 (budget 384): one packed micro-batch of the real tokens.
+    assert value(r"padded tokens/s") > 0 and value(r"packed tokens/s") > 0
+    assert re.search(r"^packed micro-batches / row tokens\s+1 / 384$", rows, re.M), rows
+    diff = re.search(r"^max \|log-prob packed - padded\|\s+(\S+)$", rows, re.M)
+    assert diff and float(diff.group(1)) < 1e-5, rows  # fp32: the same log-probs up to rounding
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without a GPU")
