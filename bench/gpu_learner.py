@@ -28,7 +28,9 @@ fp32 master weights, activation checkpointing, fused AdamW. Three measurements:
    the ratio is packed / padded, both measured in this run. With equal lengths packing saves nothing,
    hence the spread. Also the largest |log-prob| difference between the two forwards on one
    micro-batch of all B sequences: fp32 rounding on CPU, bf16 rounding on GPU. Packing uses
-   flash-attn's varlen kernel where flash-attn is installed, else sdpa under a block-diagonal mask.
+   flash-attn's varlen kernel where flash-attn is installed, else sdpa under a block-diagonal mask;
+   on a GPU without flash-attn a third variant, "packed torch-varlen", runs the packed row through
+   the FlashAttention-2 kernel inside torch (torch_flash_varlen below), a candidate for train.py.
 On CPU (--smoke) the peak comes from the profiler's allocator events instead of CUDA's counters.
 """
 
@@ -122,6 +124,18 @@ def time_updates(policy, opt, trajs, advs, cfg, device, steps: int, sync) -> tup
         if i:
             times.append(time.perf_counter() - t)
     return sum(times) / len(times), m
+
+
+def torch_flash_varlen(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
+                       cu_seq_lens_q=None, max_length_q=None, **kwargs):
+    """Packed-row attention through the FlashAttention-2 kernel that ships inside torch (CUDA), for
+    machines without the flash-attn package: one causal attention per span [cu[i], cu[i+1]) of the
+    row. Key / value heads may divide the query heads (GQA), as in flash-attn. A candidate for
+    train.py, measured here first. (1, H, N, D) in, (1, N, H, D) out, as transformers expects."""
+    q, k, v = (x[0].transpose(0, 1).contiguous() for x in (query, key, value))  # (N, H, D)
+    out = torch.ops.aten._flash_attention_forward(q, k, v, cu_seq_lens_q, cu_seq_lens_q, max_length_q, max_length_q,
+                                                  dropout, True, False, scale=scaling)[0]  # (N, H, D)
+    return out[None], None
 
 
 def _naive_forward(self, input_ids, attention_mask, entropy: bool = False):
@@ -258,22 +272,31 @@ def main(argv=None) -> int:
     # 3. padded vs packed, lengths T/B .. T, micro-batches by token budget
     lens = [a.seq * (i + 1) // a.batch for i in range(a.batch)]
     trajs, advs = synthetic_batch(lens, shape["vocab_size"], gen)
-    # All B sequences in one micro-batch through both forwards, at the same weights (before the timed steps).
+    # All B sequences in one micro-batch through every variant's forward, for the log-prob difference.
     same = train.micro_batches(trajs, advs, dataclasses.replace(cfg, micro_batch_size=a.batch), device)
-    lps = []
-    for pack in (False, True):
-        policy.pack = pack
-        lps.append(train.score(policy, same))
-    lp_diff = max(float((x - y).abs().max()) for x, y in zip(*lps))
+    attn = policy.lm.config._attn_implementation
+    variants = [("padded", "off", attn), ("packed", "on", attn)]
+    if device.type == "cuda" and attn != "flash_attention_2":
+        transformers.AttentionInterface.register("torch_flash_varlen", torch_flash_varlen)
+        variants.append(("packed torch-varlen", "on", "torch_flash_varlen"))
     cmp = {}
-    for pack in ("off", "on"):
+    for name, pack, impl in variants:
         c = dataclasses.replace(cfg, pack=pack, micro_batch_tokens=a.budget)
-        policy.pack = train.packs(c, device)
-        batches = train.micro_batches(trajs, advs, c, device)
-        decoded = sum(int(b[1].sum()) if policy.pack else b[1].numel() for b in batches)  # tokens the decoder runs
-        step, _ = time_updates(policy, opt, trajs, advs, c, device, a.steps, sync)
-        cmp[pack] = (sum(lens) / step, len(batches), decoded)
-    policy.pack = train.packs(cfg, device)
+        try:
+            # Log-probs of the padded forward and of this variant at the same weights (before its steps).
+            policy.pack, policy.lm.config._attn_implementation = False, attn
+            want = train.score(policy, same)
+            policy.pack, policy.lm.config._attn_implementation = pack == "on", impl
+            lp_diff = max(float((x - y).abs().max()) for x, y in zip(want, train.score(policy, same)))
+            batches = train.micro_batches(trajs, advs, c, device)
+            decoded = sum(int(b[1].sum()) if policy.pack else b[1].numel() for b in batches)  # tokens the decoder runs
+            step, _ = time_updates(policy, opt, trajs, advs, c, device, a.steps, sync)
+            cmp[name] = (sum(lens) / step, len(batches), decoded, lp_diff)
+        except RuntimeError as e:  # only the experimental torch-varlen variant may fail
+            if impl == attn:
+                raise
+            cmp[name] = str(e).splitlines()[0][:120]
+    policy.pack, policy.lm.config._attn_implementation = train.packs(cfg, device), attn
     opt.zero_grad(set_to_none=True)
 
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -292,15 +315,18 @@ def main(argv=None) -> int:
         (f"peak memory naive log-probs @ {a.mem_seq} tokens (MiB)", "OOM" if naive is None else f"{naive / MIB:.1f}"),
         ("naive / chunked", "-" if naive is None else f"{naive / max(chunked, 1):.1f}x"),
         ("pack compare batch", f"{a.batch} sequences of {lens[0]}..{lens[-1]} tokens ({sum(lens)}), "
-                               f"budget {a.budget}, attention {train.attention(device)}"),
-        ("padded micro-batches / row tokens", f"{cmp['off'][1]} / {cmp['off'][2]}"),
-        ("packed micro-batches / row tokens", f"{cmp['on'][1]} / {cmp['on'][2]}"),
-        ("padded tokens/s", f"{cmp['off'][0]:.1f}"),
-        ("packed tokens/s", f"{cmp['on'][0]:.1f}"),
-        ("packed / padded", f"{cmp['on'][0] / cmp['off'][0]:.2f}x"),
-        ("max |log-prob packed - padded|", f"{lp_diff:.2e}"),
-        ("wall time (s)", f"{time.perf_counter() - t_start:.1f}"),
+                               f"budget {a.budget}, attention {attn}"),
     ]
+    for name, result in cmp.items():
+        if isinstance(result, str):
+            rows.append((name, f"failed: {result}"))
+            continue
+        tok, n_mb, decoded, lp_diff = result
+        rows += [(f"{name} micro-batches / row tokens", f"{n_mb} / {decoded}"), (f"{name} tokens/s", f"{tok:.1f}")]
+        if name != "padded":
+            rows += [(f"{name} / padded", f"{tok / cmp['padded'][0]:.2f}x"),
+                     (f"max |log-prob {name} - padded|", f"{lp_diff:.2e}")]
+    rows.append(("wall time (s)", f"{time.perf_counter() - t_start:.1f}"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
