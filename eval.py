@@ -50,6 +50,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+import benchmarks
 import sandbox
 import tasks as tasks_mod
 from tasks import Task
@@ -68,7 +69,7 @@ class UsageError(Exception):
 @dataclass
 class EvalConfig:
     # what to score
-    bench: str                          # tasks.list_benchmarks()
+    bench: str                          # benchmarks.list_benchmarks()
     path: str | None = None             # local benchmark file/dir instead of the hub
     filters: dict = field(default_factory=dict)  # release, start_date, end_date, difficulty, platform, ...
     strict: bool = False                # a malformed benchmark row is an error, not a skipped row
@@ -421,7 +422,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
         raise UsageError("--k values and --n must be >= 1")
     with _user_input(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", tasks_mod.MalformedRowWarning)
-        tasks = tasks_mod.load(cfg.bench, cfg.path, strict=cfg.strict, **cfg.filters)
+        tasks = benchmarks.load(cfg.bench, cfg.path, strict=cfg.strict, **cfg.filters)
     for w in caught:
         console.print(f"[yellow]warning:[/] {w.message}", highlight=False)
     tasks = tasks[: cfg.limit] if cfg.limit else tasks
@@ -481,7 +482,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command()
 def main(
-    bench: Annotated[str, typer.Option(help=f"benchmark: {', '.join(tasks_mod.list_benchmarks())}")],
+    bench: Annotated[str, typer.Option(help=f"benchmark: {', '.join(benchmarks.list_benchmarks())}")],
     path: Annotated[str | None, typer.Option(help="local benchmark file or directory instead of the hub")] = None,
     model: Annotated[str | None, typer.Option(help="model to generate with (rollout.load_model name)")] = None,
     samples: Annotated[str | None, typer.Option(help="grade this file of generations instead")] = None,

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+import benchmarks
 import eval as ev
 import sandbox
 
@@ -56,9 +57,8 @@ def test_extract_code_takes_the_last_fenced_block():
 
 
 def test_read_samples_formats(tmp_path):
-    import tasks
 
-    by_id = {t.id: t for t in tasks.load("humaneval")[:2]}
+    by_id = {t.id: t for t in benchmarks.load("humaneval")[:2]}
     stub = by_id["HumanEval/0"].prompt
     f = write_jsonl(tmp_path / "s.jsonl", [
         {"task_id": "HumanEval/0", "completion": "    return False\n"},
@@ -83,8 +83,8 @@ def test_single_turn_prompts_show_the_statement_and_never_hidden_tests():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tasks.MalformedRowWarning)
-        every = (tasks.load("livecodebench", FIX / "lcb") + tasks.load("mbpp", FIX / "mbpp.jsonl")
-                 + tasks.load("apps", FIX / "apps.jsonl") + tasks.load("humaneval")[:3])
+        every = (benchmarks.load("livecodebench", FIX / "lcb") + benchmarks.load("mbpp", FIX / "mbpp.jsonl")
+                 + benchmarks.load("apps", FIX / "apps.jsonl") + benchmarks.load("humaneval")[:3])
     for t in every:
         system, user = ev.single_turn_messages(t)
         assert system["role"] == "system" and user["role"] == "user" and t.prompt.strip() in user["content"]
