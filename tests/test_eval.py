@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
 import benchmarks
 import eval as ev
@@ -97,7 +96,7 @@ def test_single_turn_prompts_show_the_statement_and_never_hidden_tests():
 # ---------------------------------------------------------------- CLI errors
 
 
-def test_bad_input_gets_one_error_line(tmp_path):
+def test_bad_input_gets_one_error_line(tmp_path, capsys):
     good = write_jsonl(tmp_path / "good.jsonl", [{"task_id": "HumanEval/0", "code": "x"}])
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"task_id": "HumanEval/0", "code": "x"}\n{"task_id": oops}\n')
@@ -116,13 +115,14 @@ def test_bad_input_gets_one_error_line(tmp_path):
         (["--bench", "livecodebench", "--path", str(FIX / "lcb"), "--samples", str(good), "--difficulty", "meduim"],
          "unknown difficulty meduim"),
     ]
-    runner = CliRunner()
     for args, message in cases:
-        r = runner.invoke(ev.app, args + out)
-        assert r.exit_code == 2, (args, r.output)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (args, r.stderr)
-        assert "Traceback" not in r.output
+        with pytest.raises(SystemExit) as e:
+            ev.main(args + out)
+        err = capsys.readouterr().err
+        assert e.value.code == 2, (args, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (args, err)
+        assert "Traceback" not in err
 
 
 # ---------------------------------------------------------------- grading through the sandbox
