@@ -6,9 +6,10 @@
 Landlock (writes only beneath scratch, no TCP, no outside signals), the drop to the call's uid, then
 no_new_privs and a seccomp filter. It returns {"applied": {layer: how}, "fallbacks": [missing layer]}.
 Every layer is a raw syscall through ctypes (no dependency); a layer this kernel lacks is reported,
-not fatal. The seccomp filter is assembled by hand (classic BPF, x86_64 only): libseccomp's own
-Python binding is not on PyPI, and the ctypes wrapper that is (pyseccomp 0.1.2, 2021) would add a
-dependency and a per-child filter compile to save about 30 lines.
+not fatal. The seccomp filter is assembled by hand (classic BPF, x86_64 only, built once in the fork
+server): libseccomp's own Python binding is not on PyPI (Debian's python3-seccomp serves only the
+system interpreter), and the ctypes wrapper that is (pyseccomp 0.1.2, last release 2021) would add an
+unmaintained dependency and a filter compile in every case child to save about 30 lines.
 """
 
 from __future__ import annotations
