@@ -1,4 +1,4 @@
-"""From sub-diffs to tokens: exact char ranges of sampled tokens, projection of A^D, and rendering credit.
+"""From sub-diffs to tokens: exact char ranges of sampled tokens, projection of A^D, and the explain command.
 
     python credit.py explain GROUP.jsonl                  # tokens coloured by Â in the terminal
     python credit.py explain GROUP.jsonl --html out.html  # the same as a standalone HTML page
@@ -31,8 +31,6 @@ Nothing here imports torch.distributed, vLLM or the sandbox; a tokenizer object 
 from __future__ import annotations
 
 import bisect
-import html
-import json
 import operator
 import sys
 from pathlib import Path
@@ -173,135 +171,7 @@ def project(traj: Trajectory, regions) -> tuple[np.ndarray, np.ndarray]:
     return values, owner
 
 
-# --- explain -------------------------------------------------------------------------
-
-
-def _char_values(turn, token_values: list[float], token_owner: list[int]) -> tuple[list[float], list[int]]:
-    """Per char of turn.response: the value and owner of the last token covering it."""
-    n = len(turn.response)
-    cv, co = [0.0] * n, [-1] * n
-    a = turn.span[0]
-    for k, (s, e) in enumerate(turn.offsets):
-        for c in range(s, min(e, n)):
-            cv[c], co[c] = token_values[a + k], token_owner[a + k]
-    return cv, co
-
-
-def _rgb(v: float, scale: float) -> tuple[int, int, int]:
-    x = max(-1.0, min(1.0, v / scale)) if scale > 0 else 0.0
-    if x >= 0:
-        return int(255 - 155 * x), 255, int(255 - 155 * x)
-    return 255, int(255 + 155 * x), int(255 + 155 * x)
-
-
-def _segments(turn, values, owner):
-    """Runs of chars with the same (value, owner): (text, value, owner)."""
-    cv, co = _char_values(turn, values, owner)
-    out, i, s = [], 0, turn.response
-    while i < len(s):
-        j = i
-        while j < len(s) and cv[j] == cv[i] and co[j] == co[i]:
-            j += 1
-        out.append((s[i:j], cv[i], co[i]))
-        i = j
-    return out
-
-
-def render_terminal(group: list[Trajectory], credit, console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    console = console or Console()
-    vals = [v for adv in credit.token_adv for v in adv.tolist()]
-    scale = max((abs(v) for v in vals), default=0.0)
-    for i, tr in enumerate(group):
-        adv = credit.token_adv[i].tolist()
-        console.rule(f"trajectory {i}  task {tr.task_id}  R={tr.reward:g}  A^E={credit.episode[i]:+.3f}  "
-                     f"turns={len(tr.turns)}")
-        for t, turn in enumerate(tr.turns):
-            console.print(Text(f"turn {t + 1}  r={turn.reward:+g}  G={credit.returns[i][t]:+.3f}  "
-                               f"action={turn.action or '-'}", style="bold"))
-            text = Text()
-            last = -1
-            for seg, v, o in _segments(turn, adv, credit.owner[i]):
-                if o != -1 and o != last:
-                    text.append(f"⟦a{o}", style="bold magenta")
-                if o == -1 and last != -1:
-                    text.append("⟧", style="bold magenta")
-                r, g, b = _rgb(v, scale)
-                text.append(seg, style=f"black on rgb({r},{g},{b})" + (" underline" if o != -1 else ""))
-                last = o
-            if last != -1:
-                text.append("⟧", style="bold magenta")
-            console.print(text)
-            if turn.observation:
-                console.print(Text(turn.observation[:400], style="dim"))
-    table = Table(title="anchors (⟦aN … ⟧ above)")
-    for col in ("id", "level", "kind", "path", "n", "L̄", "GS", "held by (x=1)", "DiD Δ", "A^D", "text"):
-        table.add_column(col)
-    for a in credit.anchors:
-        ad = credit.anchor_values.get(a.id, [])
-        span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
-        first = a.text.splitlines()[0][:50] if a.text else ""
-        table.add_row(str(a.id), a.level, a.kind, a.path, str(a.n), f"{a.mean_size:.1f}", f"{a.gs:.3f}",
-                      ",".join(map(str, credit.holders.get(a.id, []))), f"{credit.contrast.get(a.id, 0.0):+.3f}",
-                      span, first)
-    console.print(table)
-    console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
-                  "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
-                  "A^D: the value the baseline gave (ridge: β_g, the anchor's own coefficient given the others)")
-    console.print(f"colour scale: ±{scale:.3f} (green positive, red negative); stats: {credit.stats}")
-
-
-def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") -> str:
-    vals = [v for adv in credit.token_adv for v in adv.tolist()]
-    scale = max((abs(v) for v in vals), default=0.0)
-    info = {a.id: f"a{a.id}: {a.level} {a.kind} {a.path} n={a.n} L={a.mean_size:.1f} GS={a.gs:.3f} "
-                  f"contrast={a.contrast}" for a in credit.anchors}
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>",
-           "body{font-family:sans-serif;margin:2em} pre{font-family:monospace;white-space:pre-wrap;line-height:1.6}",
-           ".a{outline:1.5px solid #a0a;border-radius:2px} .lab{color:#a0a;font-size:70%;vertical-align:super}",
-           ".obs{color:#777} table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:2px 6px}",
-           "</style></head><body>", f"<h1>{html.escape(title)}</h1>",
-           f"<p>Token colour = final advantage Â (green &gt; 0, red &lt; 0, full colour at ±{scale:.3f}); "
-           "outlined spans are anchor members (hover for details).</p>",
-           f"<p>{html.escape(json.dumps(credit.stats))}</p>"]
-    for i, tr in enumerate(group):
-        adv = credit.token_adv[i].tolist()
-        out.append(f"<h2>trajectory {i} · task {html.escape(tr.task_id)} · R={tr.reward:g} · "
-                   f"A<sup>E</sup>={credit.episode[i]:+.3f}</h2>")
-        for t, turn in enumerate(tr.turns):
-            out.append(f"<h3>turn {t + 1} · r={turn.reward:+g} · G={credit.returns[i][t]:+.3f} · "
-                       f"{html.escape(turn.action or '-')}</h3><pre>")
-            open_ = -1
-            for seg, v, o in _segments(turn, adv, credit.owner[i]):
-                if o != open_:
-                    if open_ != -1:
-                        out.append("</span>")
-                    if o != -1:
-                        out.append(f"<span class='a' title='{html.escape(info.get(o, ''), quote=True)}'>"
-                                   f"<span class='lab'>a{o}</span>")
-                    open_ = o
-                r, g, b = _rgb(v, scale)
-                out.append(f"<span style='background:rgb({r},{g},{b})' title='Â={v:+.4f}'>{html.escape(seg)}</span>")
-            if open_ != -1:
-                out.append("</span>")
-            out.append("</pre>")
-            if turn.observation:
-                out.append(f"<pre class='obs'>{html.escape(turn.observation[:2000])}</pre>")
-    out.append("<h2>anchors</h2><table><tr><th>id</th><th>level</th><th>kind</th><th>path</th><th>n</th><th>L̄</th>"
-               "<th>GS</th><th>held by</th><th>DiD Δ</th><th>A<sup>D</sup></th><th>text</th></tr>")
-    for a in credit.anchors:
-        ad = credit.anchor_values.get(a.id, [])
-        span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
-        out.append(f"<tr><td>{a.id}</td><td>{a.level}</td><td>{a.kind}</td><td>{html.escape(a.path)}</td>"
-                   f"<td>{a.n}</td><td>{a.mean_size:.1f}</td><td>{a.gs:.3f}</td>"
-                   f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
-                   f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
-                   f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
-    out.append("</table></body></html>")
-    return "".join(out)
+# --- explain: the command; the renderers are tools/explain.py ----------------------------
 
 
 def _fail(msg: str) -> None:
@@ -326,6 +196,7 @@ def explain(group_file: Annotated[Path, typer.Argument(help="a saved group: one 
     """Render a group's tokens coloured by their final advantage, with anchors outlined."""
     import didpo  # lazy: didpo imports this module for project()
     from env import Trajectory
+    from tools.explain import render_html, render_terminal
 
     if not group_file.exists():
         _fail(f"{group_file} does not exist; pass a .jsonl file of saved trajectories (the trainer writes them)")

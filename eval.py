@@ -41,15 +41,15 @@ import time
 import warnings
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Annotated
 
-import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+import benchmarks
+import cli
 import sandbox
 import tasks as tasks_mod
 from tasks import Task
@@ -68,7 +68,7 @@ class UsageError(Exception):
 @dataclass
 class EvalConfig:
     # what to score
-    bench: str                          # tasks.list_benchmarks()
+    bench: str                          # livecodebench | humaneval | mbpp | apps | jsonl
     path: str | None = None             # local benchmark file/dir instead of the hub
     filters: dict = field(default_factory=dict)  # release, start_date, end_date, difficulty, platform, ...
     strict: bool = False                # a malformed benchmark row is an error, not a skipped row
@@ -78,14 +78,14 @@ class EvalConfig:
     samples: str | None = None          # file of existing generations
     mode: str = "single"                # single | agent
     n: int | None = None                # samples per task (model: default 1; samples file: inferred)
-    k: list[int] = field(default_factory=lambda: [1, 5])
-    temperature: float = 0.2
-    top_p: float = 0.95
+    k: list[int] = field(default_factory=lambda: [1, 5])  # pass@k for each k (k > n is not reported)
+    temperature: float = 0.2            # sampling temperature
+    top_p: float = 0.95                 # nucleus sampling
     max_tokens: int = 2048              # per response
     max_turns: int = 4                  # agent mode
     sampler: str = "auto"               # auto (vllm on GPU, else hf) | hf | vllm
     batch_size: int = 16                # tasks per generation batch (a resume point)
-    seed: int = 0
+    seed: int = 0                       # sampling seed
     # grading
     timeout: float | None = None        # seconds per test (wall and CPU); None: sandbox.Limits' default
     workers: int | None = None          # sandbox processes; None: all cores
@@ -207,22 +207,6 @@ def read_samples(path: str, by_id: dict[str, Task]) -> tuple[dict[str, list[tupl
             value = extract_code(value)
         out[tid].append((value, "" if keys[0] == "code" else str(row[keys[0]])))
     return out, unknown
-
-
-def _revision() -> str:
-    """The git commit of this code, read from .git without running git."""
-    git = Path(__file__).resolve().parent / ".git"
-    try:
-        head = (git / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head
-        ref = head[5:]
-        if (git / ref).exists():
-            return (git / ref).read_text().strip()
-        packed = [ln.split() for ln in (git / "packed-refs").read_text().splitlines() if ln.endswith(ref)]
-        return packed[0][0] if packed else "unknown"
-    except OSError:
-        return "unknown"
 
 
 # ---------------------------------------------------------------- generation
@@ -421,7 +405,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
         raise UsageError("--k values and --n must be >= 1")
     with _user_input(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", tasks_mod.MalformedRowWarning)
-        tasks = tasks_mod.load(cfg.bench, cfg.path, strict=cfg.strict, **cfg.filters)
+        tasks = benchmarks.load(cfg.bench, cfg.path, strict=cfg.strict, **cfg.filters)
     for w in caught:
         console.print(f"[yellow]warning:[/] {w.message}", highlight=False)
     tasks = tasks[: cfg.limit] if cfg.limit else tasks
@@ -463,7 +447,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     skipped = [k for k in cfg.k if k > n]
     if skipped:
         console.print(f"[yellow]note:[/] pass@{','.join(map(str, skipped))} needs n >= k; run with a larger --n")
-    result |= {"config": saved, "wall_s": round(time.time() - t0, 3), "revision": _revision(),
+    result |= {"config": saved, "wall_s": round(time.time() - t0, 3), "revision": cli.git_revision(),
                "python": sys.version.split()[0]}
     write_atomic(out / "results.json", json.dumps(result, indent=2))
     return result
@@ -476,59 +460,34 @@ def _progress(console: Console) -> Progress:
 
 # ---------------------------------------------------------------- CLI
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+@dataclass
+class Filters:
+    """Benchmark filters, flags of the CLI; EvalConfig.filters holds the ones given."""
+
+    release: str | None = None     # livecodebench: release_v1..6, release_latest, v2, v1_v3
+    start_date: str | None = None  # livecodebench: contest_date >= YYYY-MM-DD
+    end_date: str | None = None    # livecodebench: contest_date <= YYYY-MM-DD
+    difficulty: str | None = None  # comma-separated difficulties
+    platform: str | None = None    # livecodebench: leetcode, codeforces, atcoder
+    subset: str | None = None      # mbpp: full | sanitized
+    split: str | None = None       # mbpp / apps split (default test)
 
 
-@app.command()
-def main(
-    bench: Annotated[str, typer.Option(help=f"benchmark: {', '.join(tasks_mod.list_benchmarks())}")],
-    path: Annotated[str | None, typer.Option(help="local benchmark file or directory instead of the hub")] = None,
-    model: Annotated[str | None, typer.Option(help="model to generate with (rollout.load_model name)")] = None,
-    samples: Annotated[str | None, typer.Option(help="grade this file of generations instead")] = None,
-    mode: Annotated[str, typer.Option(help="single | agent")] = "single",
-    n: Annotated[int | None, typer.Option(help="samples per task (default 1; inferred from --samples)")] = None,
-    k: Annotated[str, typer.Option(help="comma-separated k for pass@k")] = "1,5",
-    temperature: float = 0.2,
-    top_p: float = 0.95,
-    max_tokens: Annotated[int, typer.Option(help="tokens per response")] = 2048,
-    limit: Annotated[int | None, typer.Option(help="only the first N tasks")] = None,
-    out: Annotated[str | None, typer.Option(help="run directory (default runs/eval/BENCH-NAME-MODE)")] = None,
-    release: Annotated[str | None, typer.Option(help="livecodebench: release_v1..6, release_latest, v2, v1_v3")] = None,
-    start_date: Annotated[str | None, typer.Option(help="livecodebench: contest_date >= YYYY-MM-DD")] = None,
-    end_date: Annotated[str | None, typer.Option(help="livecodebench: contest_date <= YYYY-MM-DD")] = None,
-    difficulty: Annotated[str | None, typer.Option(help="comma-separated difficulties")] = None,
-    platform: Annotated[str | None, typer.Option(help="livecodebench: leetcode, codeforces, atcoder")] = None,
-    subset: Annotated[str | None, typer.Option(help="mbpp: full | sanitized")] = None,
-    split: Annotated[str | None, typer.Option(help="mbpp / apps split (default test)")] = None,
-    strict: Annotated[bool, typer.Option(help="a malformed benchmark row is an error")] = False,
-    max_turns: Annotated[int, typer.Option(help="agent mode: turns per episode")] = 4,
-    sampler: Annotated[str, typer.Option(help="auto | hf | vllm")] = "auto",
-    batch_size: Annotated[int, typer.Option(help="tasks per generation batch")] = 16,
-    seed: int = 0,
-    timeout: Annotated[float | None, typer.Option(help="seconds per test (default: sandbox.Limits)")] = None,
-    workers: Annotated[int | None, typer.Option(help="parallel sandbox processes (default: all cores)")] = None,
-    backend: Annotated[str, typer.Option(help="sandbox backend: local | docker | fusion")] = "local",
-):
+def main(argv: list[str] | None = None) -> None:
     """Score a model or a file of generations on a benchmark; pass@k by the benchmark's own rules."""
+    given = cli.parse(argv, EvalConfig, Filters, description=main.__doc__)
+    filters = {f.name: given.pop(f.name) for f in fields(Filters) if f.name in given}
     try:
-        try:
-            ks = sorted({int(x) for x in k.split(",") if x.strip()})
-        except ValueError:
-            raise UsageError(f"--k {k!r} is not a comma-separated list of integers, e.g. 1,5") from None
-        filters = {key: v for key, v in dict(release=release, start_date=start_date, end_date=end_date,
-                                              difficulty=difficulty, platform=platform, subset=subset,
-                                              split=split).items() if v is not None}
-        cfg = EvalConfig(bench=bench, path=path, filters=filters, strict=strict, limit=limit, model=model,
-                         samples=samples, mode=mode, n=n, k=ks, temperature=temperature, top_p=top_p,
-                         max_tokens=max_tokens, max_turns=max_turns, sampler=sampler, batch_size=batch_size,
-                         seed=seed, timeout=timeout, workers=workers, backend=backend, out=out)
+        cfg = EvalConfig(**given, filters=filters)
+        cfg.k = sorted(set(cfg.k))
         result = run(cfg, Console(stderr=True))
     except UsageError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
-    report(result, ks, Console())
-    typer.echo(f"results: {Path(result['config']['out']) / 'results.json'}", err=True)
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    report(result, cfg.k, Console())
+    print(f"results: {Path(result['config']['out']) / 'results.json'}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    app()
+    main()

@@ -351,7 +351,7 @@ class VLLMSampler(_Awake):
 
     def __init__(self, model: str, tokenizer=None, dtype: str = "auto", seed: int = 0,
                  gpu_memory_utilization: float = 0.5, max_model_len: int | None = None, sleep_level: int = 1,
-                 tensor_parallel_size: int = 1, llm=None, **engine_kwargs):
+                 **engine_kwargs):
         import vllm
         from vllm.platforms import current_platform
 
@@ -360,21 +360,19 @@ class VLLMSampler(_Awake):
         if not self.can_sleep:
             log.warning("vLLM sleep mode is not supported on this platform (%s); sleep()/wake() are no-ops",
                         current_platform.device_type or "cpu")
-        if llm is None:
-            # In-process engine: weights stream into it without serialization. (A separate engine
-            # process would receive utility-call tensors as plain lists, not tensors.)
-            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-            kwargs = dict(model=resolve(model), dtype=dtype, seed=seed, enable_sleep_mode=self.can_sleep,
-                          gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                          tensor_parallel_size=tensor_parallel_size, generation_config="vllm")
-            if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-                # torchrun already made one process per GPU: the engine joins the job's
-                # torch.distributed world instead of spawning workers of its own.
-                kwargs["distributed_executor_backend"] = "external_launcher"
-            llm = vllm.LLM(**(kwargs | engine_kwargs))
-        self.llm = llm
+        # In-process engine: weights stream into it without serialization. (A separate engine
+        # process would receive utility-call tensors as plain lists, not tensors.)
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        kwargs = dict(model=resolve(model), dtype=dtype, seed=seed, enable_sleep_mode=self.can_sleep,
+                      gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                      generation_config="vllm")
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            # torchrun already made one process per GPU: the engine joins the job's
+            # torch.distributed world instead of spawning workers of its own.
+            kwargs["distributed_executor_backend"] = "external_launcher"
+        self.llm = vllm.LLM(**(kwargs | engine_kwargs))
         if self.tokenizer is None:
-            self.tokenizer = llm.get_tokenizer()
+            self.tokenizer = self.llm.get_tokenizer()
 
     def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
         self._check_awake()

@@ -22,7 +22,7 @@ import tasks
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TIERS = ("trivial", "easy", "medium", "hard")
-TASKS = tasks.load_jsonl(DATA / "tasks.jsonl")
+TASKS = tasks.load(DATA / "tasks.jsonl", strict=True)
 BY_ID = {t.id: t for t in TASKS}
 SOLUTIONS = {row["id"]: row["code"] for row in map(json.loads, (DATA / "solutions.jsonl").read_text().splitlines())}
 

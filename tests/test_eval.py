@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
 
+import benchmarks
 import eval as ev
 import sandbox
 
@@ -56,9 +56,8 @@ def test_extract_code_takes_the_last_fenced_block():
 
 
 def test_read_samples_formats(tmp_path):
-    import tasks
 
-    by_id = {t.id: t for t in tasks.load("humaneval")[:2]}
+    by_id = {t.id: t for t in benchmarks.load("humaneval")[:2]}
     stub = by_id["HumanEval/0"].prompt
     f = write_jsonl(tmp_path / "s.jsonl", [
         {"task_id": "HumanEval/0", "completion": "    return False\n"},
@@ -83,8 +82,8 @@ def test_single_turn_prompts_show_the_statement_and_never_hidden_tests():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tasks.MalformedRowWarning)
-        every = (tasks.load("livecodebench", FIX / "lcb") + tasks.load("mbpp", FIX / "mbpp.jsonl")
-                 + tasks.load("apps", FIX / "apps.jsonl") + tasks.load("humaneval")[:3])
+        every = (benchmarks.load("livecodebench", FIX / "lcb") + benchmarks.load("mbpp", FIX / "mbpp.jsonl")
+                 + benchmarks.load("apps", FIX / "apps.jsonl") + benchmarks.load("humaneval")[:3])
     for t in every:
         system, user = ev.single_turn_messages(t)
         assert system["role"] == "system" and user["role"] == "user" and t.prompt.strip() in user["content"]
@@ -97,7 +96,7 @@ def test_single_turn_prompts_show_the_statement_and_never_hidden_tests():
 # ---------------------------------------------------------------- CLI errors
 
 
-def test_bad_input_gets_one_error_line(tmp_path):
+def test_bad_input_gets_one_error_line(tmp_path, capsys):
     good = write_jsonl(tmp_path / "good.jsonl", [{"task_id": "HumanEval/0", "code": "x"}])
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"task_id": "HumanEval/0", "code": "x"}\n{"task_id": oops}\n')
@@ -116,13 +115,14 @@ def test_bad_input_gets_one_error_line(tmp_path):
         (["--bench", "livecodebench", "--path", str(FIX / "lcb"), "--samples", str(good), "--difficulty", "meduim"],
          "unknown difficulty meduim"),
     ]
-    runner = CliRunner()
     for args, message in cases:
-        r = runner.invoke(ev.app, args + out)
-        assert r.exit_code == 2, (args, r.output)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (args, r.stderr)
-        assert "Traceback" not in r.output
+        with pytest.raises(SystemExit) as e:
+            ev.main(args + out)
+        err = capsys.readouterr().err
+        assert e.value.code == 2, (args, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (args, err)
+        assert "Traceback" not in err
 
 
 # ---------------------------------------------------------------- grading through the sandbox

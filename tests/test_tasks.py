@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import benchmarks
 import tasks
-from tasks import MalformedRowWarning, decode_private_tests, release_files
+from benchmarks import livecodebench
+from benchmarks.livecodebench import decode_private_tests, release_files
+from tasks import MalformedRowWarning
 from tasks import Test as Case  # not Test*: pytest would try to collect it
 
 FIX = Path(__file__).parent / "fixtures"
@@ -26,7 +29,7 @@ def ids(ts):
 
 def quiet_load(*args, **kw):
     with pytest.warns(MalformedRowWarning):  # every fixture file holds malformed rows on purpose
-        return tasks.load(*args, **kw)
+        return benchmarks.load(*args, **kw)
 
 
 # ---------------------------------------------------------------- LiveCodeBench
@@ -64,9 +67,9 @@ def test_lcb_release_filter_on_a_snapshot_dir(release, expected):
 
 def test_lcb_release_needs_its_files():
     with pytest.raises(FileNotFoundError, match="test4.jsonl.*release_v4"):
-        tasks.load("livecodebench", LCB, release="release_v4")
+        benchmarks.load("livecodebench", LCB, release="release_v4")
     with pytest.raises(FileNotFoundError, match="lacks test4.jsonl, test5.jsonl, test6.jsonl"):
-        tasks.load("livecodebench", LCB, release="release_latest")  # explicit: all six official files
+        benchmarks.load("livecodebench", LCB, release="release_latest")  # explicit: all six official files
 
 
 def test_lcb_rows_become_tasks():
@@ -81,7 +84,7 @@ def test_lcb_rows_become_tasks():
     assert fn.meta == {
         "source": "livecodebench", "platform": "leetcode", "difficulty": "medium",
         "contest_date": "2023-09-03T00:00:00", "contest_id": "weekly-contest-360", "title": "max-window-sum",
-        "system": tasks.LCB_SYSTEM, "release": "v1",
+        "system": livecodebench.LCB_SYSTEM, "release": "v1",
     }
     io = by["abc300_a"]  # stdin, JSON private tests
     assert io.fn_name is None and {t.kind for t in io.hidden_tests} == {"stdio"}
@@ -102,16 +105,16 @@ def test_lcb_date_difficulty_platform_filters():
     assert load(platform="leetcode") == ["3000", "3100"]
     assert load(platform=["atcoder", "codeforces"], difficulty="hard") == ["1900A"]
     with pytest.raises(ValueError, match="unknown difficulty meduim; accepted: easy, medium, hard"):
-        tasks.load("livecodebench", LCB, difficulty="meduim")
+        benchmarks.load("livecodebench", LCB, difficulty="meduim")
     with pytest.raises(ValueError, match="unknown platform"):
-        tasks.load("livecodebench", LCB, platform="topcoder")
+        benchmarks.load("livecodebench", LCB, platform="topcoder")
     with pytest.raises(ValueError, match="start_date='2024/01/01' is not a date; use YYYY-MM-DD"):
-        tasks.load("livecodebench", LCB, start_date="2024/01/01")
+        benchmarks.load("livecodebench", LCB, start_date="2024/01/01")
 
 
 def test_lcb_malformed_rows_are_counted_and_named_or_strict():
     with pytest.warns(MalformedRowWarning) as rec:
-        tasks.load("livecodebench", LCB)
+        benchmarks.load("livecodebench", LCB)
     msg = str(rec[0].message)
     assert "skipped 5 malformed row(s)" in msg
     for where, why in [("test.jsonl:3", "not valid JSON"), ("test2.jsonl:2", "missing field 'question_id'"),
@@ -119,7 +122,7 @@ def test_lcb_malformed_rows_are_counted_and_named_or_strict():
                        ("test3.jsonl:3", "difficulty 'impossible'")]:
         assert re.search(rf"/{re.escape(where)}: [^;]*{re.escape(why)}", msg), where
     with pytest.raises(ValueError, match=r"livecodebench: .*test\.jsonl:3: not valid JSON"):
-        tasks.load("livecodebench", LCB, strict=True)
+        benchmarks.load("livecodebench", LCB, strict=True)
 
 
 def _compress(obj) -> str:
@@ -164,11 +167,11 @@ def test_lcb_parquet_json_list_and_saved_dataset(tmp_path):
     (tmp_path / "lcb.json").write_text(json.dumps(rows))
     datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "saved"))
     for p in ("lcb.parquet", "lcb.json", "saved"):
-        ts = tasks.load("livecodebench", tmp_path / p)
+        ts = benchmarks.load("livecodebench", tmp_path / p)
         assert ids(ts) == ["abc300_a", "3000"], p
         assert ts[1].hidden_tests[-1] == Case("call", "[1, 1, 1]\n3", "3")
     with pytest.raises(ValueError, match="release selects among the official files"):
-        tasks.load("livecodebench", tmp_path / "lcb.parquet", release="release_v1")
+        benchmarks.load("livecodebench", tmp_path / "lcb.parquet", release="release_v1")
 
 
 def test_lcb_hub_path_reads_the_release_files(monkeypatch):
@@ -179,11 +182,11 @@ def test_lcb_hub_path_reads_the_release_files(monkeypatch):
     def fake_load_dataset(*args, **kw):
         calls.append((args, kw))
         name = kw["data_files"].rsplit("/", 1)[1]
-        return [r for _, r in tasks._file_rows(LCB / name) if isinstance(r, dict)]
+        return [r for _, r in tasks.read_rows(LCB / name) if isinstance(r, dict)]
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     with pytest.warns(MalformedRowWarning):
-        ts = tasks.load("livecodebench", release="release_v2")
+        ts = benchmarks.load("livecodebench", release="release_v2")
     assert ids(ts) == ["abc300_a", "3000", "1900A"]
     assert [kw["data_files"] for _, kw in calls] == [
         "hf://datasets/livecodebench/code_generation_lite/test.jsonl",
@@ -195,7 +198,7 @@ def test_lcb_hub_path_reads_the_release_files(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(ValueError, match=r"could not load .*ConnectionError: no network.*pass path="):
-        tasks.load("livecodebench", release="v1")
+        benchmarks.load("livecodebench", release="v1")
 
 
 # ---------------------------------------------------------------- HumanEval, MBPP, APPS
@@ -209,7 +212,7 @@ def _run(code: str, test: Case) -> None:
 
 
 def test_humaneval_offline_from_the_package():
-    ts = tasks.load("humaneval")
+    ts = benchmarks.load("humaneval")
     assert len(ts) == 164 and ts[0].id == "HumanEval/0"
     t = ts[0]
     assert t.prompt.startswith("from typing import List") and t.files == {"solution.py": t.prompt}
@@ -233,7 +236,7 @@ def test_humaneval_plus_jsonl(tmp_path):
 
 def test_mbpp_full_and_sanitized_rows():
     with pytest.warns(MalformedRowWarning, match="skipped 2 malformed.*mbpp.jsonl:3.*mbpp.jsonl:4"):
-        ts = tasks.load("mbpp", FIX / "mbpp.jsonl")
+        ts = benchmarks.load("mbpp", FIX / "mbpp.jsonl")
     add, isqrt = ts
     assert ids(ts) == ["601", "602"]
     assert add.public_tests == add.hidden_tests[:1] and len(add.hidden_tests) == 3
@@ -242,13 +245,13 @@ def test_mbpp_full_and_sanitized_rows():
     for t in isqrt.hidden_tests:
         _run("import math\ndef isqrt_floor(n):\n    return math.isqrt(n)", t)
     with pytest.raises(ValueError, match="unknown mbpp subset"):
-        tasks.load("mbpp", FIX / "mbpp.jsonl", subset="tiny")
+        benchmarks.load("mbpp", FIX / "mbpp.jsonl", subset="tiny")
 
 
 def test_apps_rows_and_difficulty_filter():
     with pytest.warns(MalformedRowWarning, match=r"skipped 3 .*apps\.jsonl:4: input_output.*apps\.jsonl:5.*"
                                                   r"apps\.jsonl:6: missing field 'question'"):
-        ts = tasks.load("apps", FIX / "apps.jsonl")
+        ts = benchmarks.load("apps", FIX / "apps.jsonl")
     io, call, lines = ts
     assert [t.input for t in io.public_tests] == ["3\n1 2 3\n", "1\n5\n"]  # the statement's two examples
     assert len(io.hidden_tests) == 3 and io.fn_name is None and "Use Standard Input format" in io.prompt
@@ -258,7 +261,7 @@ def test_apps_rows_and_difficulty_filter():
     assert lines.hidden_tests == [Case("stdio", "a\nb", "b\na")]
     assert ids(quiet_load("apps", FIX / "apps.jsonl", difficulty="interview,competition")) == ["4001", "4003"]
     with pytest.raises(ValueError, match="accepted: introductory, interview, competition"):
-        tasks.load("apps", FIX / "apps.jsonl", difficulty="easy")
+        benchmarks.load("apps", FIX / "apps.jsonl", difficulty="easy")
 
 
 def test_hidden_tests_never_reach_the_prompt():
@@ -277,28 +280,28 @@ def test_hidden_tests_never_reach_the_prompt():
 
 
 def test_jsonl_loader_and_filters(tmp_path):
-    ts = tasks.load(str(FIX / "tasks.jsonl"))
+    ts = benchmarks.load(str(FIX / "tasks.jsonl"))
     assert ids(ts) == ["ours/add", "ours/echo"] and ts[1].public_tests == [Case("stdio", "hi\n", "hi\n")]
-    assert ids(tasks.load("jsonl", FIX / "tasks.jsonl", difficulty="hard")) == ["ours/echo"]
+    assert ids(benchmarks.load("jsonl", FIX / "tasks.jsonl", difficulty="hard")) == ["ours/echo"]
     with pytest.raises(ValueError, match=r"tasks_bad\.jsonl:2: missing field\(s\) prompt"):
-        tasks.load_jsonl(FIX / "tasks_bad.jsonl")
+        tasks.load(FIX / "tasks_bad.jsonl", strict=True)
     with pytest.warns(MalformedRowWarning, match=r"skipped 2 .*tasks_bad\.jsonl:2.*tasks_bad\.jsonl:3: not valid JSON"):
-        assert ids(tasks.load("jsonl", FIX / "tasks_bad.jsonl")) == ["ours/add"]
+        assert ids(benchmarks.load("jsonl", FIX / "tasks_bad.jsonl")) == ["ours/add"]
     dup = tmp_path / "dup.jsonl"
     shutil.copy(FIX / "tasks.jsonl", dup)
     dup.write_text(dup.read_text() * 2)
     with pytest.raises(ValueError, match="duplicate id 'ours/add'"):
-        tasks.load_jsonl(dup)
+        tasks.load(dup, strict=True)
 
 
 def test_registry_errors_are_clear():
-    assert tasks.list_benchmarks() == ["livecodebench", "humaneval", "mbpp", "apps", "jsonl"]
-    assert tasks.filters_of("livecodebench") == ["release", "start_date", "end_date", "difficulty", "platform"]
+    assert benchmarks.list_benchmarks() == ["livecodebench", "humaneval", "mbpp", "apps", "jsonl"]
+    assert benchmarks.filters_of("livecodebench") == ["release", "start_date", "end_date", "difficulty", "platform"]
     with pytest.raises(ValueError, match="unknown benchmark 'humaneva'; accepted: livecodebench, humaneval"):
-        tasks.load("humaneva")
+        benchmarks.load("humaneva")
     with pytest.raises(ValueError, match="humaneval has no filter release; accepted: none"):
-        tasks.load("humaneval", release="v1")
+        benchmarks.load("humaneval", release="v1")
     with pytest.raises(ValueError, match="needs a path"):
-        tasks.load("jsonl")
+        benchmarks.load("jsonl")
     with pytest.raises(FileNotFoundError, match="nope.jsonl does not exist"):
-        tasks.load("mbpp", "nope.jsonl")
+        benchmarks.load("mbpp", "nope.jsonl")

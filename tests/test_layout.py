@@ -1,0 +1,204 @@
+"""The layout a reader relies on: imports flow one way, root modules stay short, each opens with a command.
+
+    python -m pytest tests/test_layout.py -q
+
+Every project module (root *.py and the packages beside them) is parsed with `ast`; every import in it
+counts, at module level or inside a function (lazy), except those under `if TYPE_CHECKING:`, which never
+run. Importing `pkg.mod` also runs `pkg/__init__.py`; that implicit edge is not counted, so a
+package's __init__ may gather its own submodules. bench/ and tests/ are consumers, not modules.
+
+Phase 1 of issue 18 moved the jail, the benchmark loaders, the explain renderers and the CLI out of
+the root; env.py, train.py, diffs.py and didpo.py are phase 2. The checks that still fail because of
+those four are xfail(strict=True): when phase 2 makes one pass, pytest fails until its mark goes.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("jail", "benchmarks", "tools", "cli")
+ROOT_LINES, FILE_LINES = 4000, 700
+PHASE2 = "issue 18 phase 2 (env.py, train.py, diffs.py, didpo.py) not done yet"
+
+# The layering (DESIGN.md §1): a module imports only modules of a lower rank, or of its own package.
+RANK = {"tasks": 0, "jail": 0, "cli": 0, "credit": 1, "sandbox": 1, "benchmarks": 1, "env": 2, "rollout": 3,
+        "diffs": 4, "didpo": 5, "tools": 6, "train": 7, "eval": 7}
+
+
+def modules() -> dict[str, Path]:
+    out = {p.stem: p for p in sorted(ROOT.glob("*.py"))}
+    for pkg in PACKAGES:
+        for p in sorted((ROOT / pkg).glob("*.py")):
+            out[pkg if p.stem == "__init__" else f"{pkg}.{p.stem}"] = p
+    return out
+
+
+MODULES = modules()
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except the bodies of `if TYPE_CHECKING:` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend(child.orelse)
+            else:
+                stack.append(child)
+
+
+def imports(path: Path) -> set[str]:
+    """Every absolute module name `path` imports (from a.b import c gives a.b and a.b.c)."""
+    names = set()
+    for n in _runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(n, ast.Import):
+            names |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            assert n.level == 0, f"{path}: relative import; the layout test resolves absolute ones only"
+            names |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+    return names
+
+
+def project_edges(name: str) -> set[str]:
+    out = set()
+    for x in imports(MODULES[name]):
+        while x and x not in MODULES:
+            x = x.rpartition(".")[0]
+        if x and x != name:
+            out.add(x)
+    return out
+
+
+GRAPH = {m: project_edges(m) for m in MODULES}
+
+
+def cycles() -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_sees_lazy_imports_and_skips_type_checking_ones(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import env\n"
+                 "def f():\n    import didpo\n    from jail.host import launch\n")
+    assert imports(p) == {"typing", "typing.TYPE_CHECKING", "didpo", "jail.host", "jail.host.launch"}
+    assert "didpo" in GRAPH["credit"]  # credit explain's lazy import, today
+
+
+@pytest.mark.xfail(strict=True, reason=PHASE2 + ": env <-> rollout (env.replay), credit <-> didpo (explain)")
+def test_no_import_cycle():
+    assert cycles() == []
+
+
+def test_cycles_stay_among_the_phase2_modules():
+    allowed = {"env", "rollout", "credit", "didpo", "diffs"}
+    assert all(set(c) <= allowed for c in cycles()), cycles()
+
+
+def _rank(name: str) -> int:
+    return RANK[name.split(".")[0]]
+
+
+def _violations(names) -> list[str]:
+    return [f"{m} -> {d}" for m in names for d in sorted(GRAPH[m])
+            if d.split(".")[0] != m.split(".")[0] and _rank(d) >= _rank(m)]
+
+
+@pytest.mark.xfail(strict=True, reason=PHASE2 + ": env imports rollout, credit imports didpo and tools.explain")
+def test_imports_flow_down_the_layers():
+    assert _violations(MODULES) == []
+
+
+def test_imports_flow_down_the_layers_outside_phase2():
+    assert set(MODULES) == {m for m in MODULES if m.split(".")[0] in RANK}, "give a new module a RANK"
+    assert _violations(m for m in MODULES if m not in ("env", "credit")) == []
+
+
+def test_no_module_imports_the_trainer_or_the_evaluator():
+    assert [m for m in MODULES if GRAPH[m] & {"train", "eval"}] == []
+
+
+@pytest.mark.parametrize("name", ["didpo", "diffs", "credit"])
+def test_method_modules_never_touch_distributed_vllm_or_the_sandbox(name):
+    bad = {x for x in imports(MODULES[name])
+           if x.split(".")[0] in ("vllm", "sandbox", "jail") or x.startswith("torch.distributed")}
+    assert bad == set()
+
+
+def test_the_sandbox_side_needs_only_the_standard_library():
+    """docker and fusion run jail.server in a bare python image: what it imports may need nothing else,
+    but under `try: ... except ImportError` (lcb preloads numpy where the program may use it)."""
+    inside, todo = set(), ["jail.server"]
+    while todo:
+        m = todo.pop()
+        inside.add(m)
+        todo += [d for d in GRAPH[m] if d not in inside]
+    assert inside >= {"jail", "jail.confine", "jail.graders", "jail.strict", "jail.lcb"} and "sandbox" not in inside
+    for m in inside:
+        tree = ast.parse(MODULES[m].read_text())
+        optional = {a.name for t in ast.walk(tree) if isinstance(t, ast.Try)
+                    and any("ImportError" in ast.unparse(h.type or ast.Name("")) for h in t.handlers)
+                    for n in t.body if isinstance(n, ast.Import) for a in n.names}
+        other = {x.split(".")[0] for x in imports(MODULES[m]) - optional}
+        assert other - set(sys.stdlib_module_names) - {"jail", "__future__"} == set(), m
+
+
+def lines(name: str) -> int:
+    return len(MODULES[name].read_text().splitlines())
+
+
+ROOT_MODULES = sorted(m for m in MODULES if "." not in m and m not in PACKAGES)
+
+
+@pytest.mark.parametrize("name", ROOT_MODULES)
+def test_root_module_within_its_line_budget(name, request):
+    if name in ("env", "train"):
+        request.applymarker(pytest.mark.xfail(strict=True, reason=PHASE2))
+    assert lines(name) <= FILE_LINES
+
+
+@pytest.mark.xfail(strict=True, reason=PHASE2 + ": env, train, diffs and didpo hold 3,000 lines")
+def test_root_modules_within_the_total_budget():
+    assert sum(lines(m) for m in ROOT_MODULES) <= ROOT_LINES
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_opens_with_its_contract_and_a_command(name):
+    doc = ast.get_docstring(ast.parse(MODULES[name].read_text())) or ""
+    assert len(doc.splitlines()) >= 2 or name in PACKAGES, f"{name}: the docstring says what the module owns"
+    assert name in ("tools",) or any(s.strip().startswith("python ") for s in doc.splitlines()), \
+        f"{name}: its docstring shows a runnable command"
