@@ -59,10 +59,11 @@ Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; 
 add 0.01-0.12 at G = 8 in every messy column; at G = 32 they are within ±0.04 of `ridge -tests`
 (worst: imbalanced SR gra, 0.84 -> 0.80; helper WF bin, 0.95 -> 0.93).
 The goal is NOT met on messy groups: at G = 8 imbalanced SR (0.61-0.62), rewrite (0.70-0.71),
-variants WF (0.75-0.76), repair (0.76-0.77), variants SR bin (0.78) stay under 0.80; at G = 32 variants WF bin (0.80) and
-imbalanced SR gra (0.80) stay under 0.90; token AUC is under 0.85 in most messy cells. With 6
-versions per function most versions are written once in a group of 8 and carry no contrast, and
-about half the bugs pass their public test, so the behaviour columns cannot see them.
+variants WF (0.75-0.76), repair (0.76-0.77), variants SR bin (0.78) stay under 0.80; at G = 32
+variants WF bin (0.80) and imbalanced SR gra (0.80) stay under 0.90; token AUC is under 0.85 in
+most messy cells. With 6 versions per function most versions are written once in a group of 8
+and carry no contrast, and about half the bugs pass their public test, so the behaviour columns
+cannot see them.
 """
 
 from __future__ import annotations
