@@ -67,6 +67,7 @@ so micro-batches and ranks add up to the unsplit loss), or seq-mean-token-mean.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import re
@@ -235,9 +236,9 @@ _NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, set[str]]]:
+def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
     """Over the top-level def/class statements of S_t ("" outside any): (function name -> char ranges of the
-    lines this turn wrote inside it, function name -> the other functions its body names)."""
+    lines this turn wrote inside it, function name -> the lines of its body)."""
     out: dict[str, list] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     for path, text in turn.files_after.items():
@@ -251,8 +252,13 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
                 body[name].append(line)
             if k < len(origin) and origin[k] is not None:
                 out[name].append(origin[k])
-    words = {f: set(_WORD.findall("\n".join(b))) for f, b in body.items()}
-    return out, {f: {g for g in body if g and g != f and g in words[f]} for f in body}
+    return out, body
+
+
+def callees(body: dict[str, list[str]], name: str) -> set[str]:
+    """The other top-level functions that the body of `name` names."""
+    words = set(_WORD.findall("\n".join(body.get(name, ()))))
+    return {g for g in body if g and g != name and g in words}
 
 
 def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
@@ -264,17 +270,18 @@ def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
     return index
 
 
-def passes(public: dict[str, bool], name: str, calls: set[str] = frozenset(), index: dict | None = None
-           ) -> bool | None:
+def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:
     """Does function `name` pass its public tests (those whose text names it; all tests if none does)?
-    None (unknown) when a function it calls fails its own: the failure may be the callee's."""
+    None (unknown) when a function it calls fails its own: the failure may be the callee's. `calls` is
+    the set of its callees, or a function that returns it (only a failing function needs them)."""
     index = tests_naming(public) if index is None else index
 
     def own(f):
         mine = index.get(f) if f else None
         return all(mine) if mine else all(public.values())
-    ok = own(name)
-    return ok if ok or all(own(g) for g in calls) else None
+    if own(name):
+        return True
+    return False if all(own(g) for g in (calls() if callable(calls) else calls)) else None
 
 
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:
@@ -339,17 +346,18 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
                 fin = None
                 for t, turn in enumerate(tr.turns):
                     if turn.public:
-                        wrote, calls = written_functions(turn)
+                        wrote, body = written_functions(turn)
                         index = tests_naming(turn.public)
                         for name, rs in wrote.items():
-                            pieces[i].append((t, name, passes(turn.public, name, calls.get(name, set()), index), rs))
+                            ok = passes(turn.public, name, functools.partial(callees, body, name), index)
+                            pieces[i].append((t, name, ok, rs))
                             names.add(name)
-                        fin = (turn.public, calls, index)
+                        fin = (turn.public, body, index)
                 last.append(fin)
             behaviour_holders: dict[tuple[str, bool], set[int]] = defaultdict(set)
             for name in sorted(names):  # x_{i,(f,b)} = 1 iff f passes its public tests (b) in i's final state
                 for i, fin in enumerate(last):
-                    ok = None if fin is None else passes(fin[0], name, fin[1].get(name, set()), fin[2])
+                    ok = None if fin is None else passes(fin[0], name, functools.partial(callees, fin[1], name), fin[2])
                     if ok is not None and (cfg.passing or not ok):
                         behaviour_holders[(name, ok)].add(i)
             bkeys = {k: c for c, k in enumerate(behaviour_holders)}
