@@ -61,9 +61,9 @@ add 0.01-0.12 at G = 8 in every messy column; at G = 32 they are within ±0.04 o
 (`--extra "fails:passing=False"`) trade: imbalanced SR 0.66-0.67 at G = 8 and 0.91-0.92 at G = 32,
 but variants and repair lose 0.03-0.06 at G = 8 (accuracy cells under the goal at G = 8 / 32:
 11 / 2, against 9 / 3 for the default).
-The goal is NOT met on messy groups: at G = 8 imbalanced SR (0.61-0.62), rewrite (0.70-0.71),
+The goal is NOT met on messy groups: at G = 8 imbalanced SR (0.61-0.62), rewrite (0.70),
 variants WF (0.75-0.76), repair (0.76-0.77), variants SR bin (0.78) stay under 0.80; at G = 32
-variants WF bin (0.80) and imbalanced SR gra (0.80) stay under 0.90; token AUC is under 0.85 in
+variants WF (0.80 binary, 0.89 graded) and imbalanced SR gra (0.80) stay under 0.90; token AUC is under 0.85 in
 most messy cells. With 6 versions per function most versions are written once in a group of 8
 and carry no contrast, and about half the bugs pass their public test, so the behaviour columns
 cannot see them.
