@@ -1,9 +1,8 @@
 """Does the reward go up? A learning curve for didpo, grpo and gigpo from the same seed.
 
-    python bench/learn.py                                    # embedded default, ~30 min per algorithm on 2 cores
-    python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget
+    python bench/learn.py                                    # embedded default: 20 steps, ~20-30 min per algorithm
+    python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget (windows of 4 steps)
     python bench/learn.py --smoke                            # the tiny test model, under a minute: keeps it alive
-    python bench/learn.py --algos didpo,grpo --steps 4 --eval-n 2     # what was run here (~8 min per algorithm)
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
@@ -14,7 +13,7 @@ What it does, for one seed:
    pass@1 after on the same held-out tasks with the run's HF export. Step 1 of every algorithm
    samples the same rollouts (same weights, same seeds), so the curves start from the same point.
 4. From each run's metrics.jsonl: the mean reward per step, the mean of the first and the last
-   window (10 steps, or a third of the steps when there are fewer than 30), their difference
+   window (10 steps, or half the steps when there are fewer than 20), their difference
    last − first and its bootstrap 95% interval (steps resampled with replacement inside each
    window, 2000 draws: it measures step-to-step noise only, one seed, not seed-to-seed spread;
    none when a window holds a single step, which has no spread to resample).
@@ -41,8 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def window(n_steps: int) -> int:
-    """Steps in the first/last window: 10, or a third of the run when it is shorter than 30 steps."""
-    return 10 if n_steps >= 30 else max(1, n_steps // 3)
+    """Steps in the first/last window: 10, or half the run when it is shorter than 20 steps (never overlapping)."""
+    return max(1, min(10, n_steps // 2))
 
 
 def curve_stats(rewards: list[float], n_boot: int = 2000, seed: int = 0) -> dict:
@@ -105,7 +104,7 @@ def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", default="didpo,grpo,gigpo", help="comma list of grpo | gigpo | didpo")
-    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 12; smoke 6)")
+    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 20; smoke 6)")
     ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 2; smoke 1)")
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
     ap.add_argument("--max-turns", type=int, default=1)
@@ -122,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 3 steps: seconds, not a result")
     a = ap.parse_args(argv)
     d = dict(steps=6, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
-        dict(steps=12, tasks_per_step=2, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
+        dict(steps=20, tasks_per_step=2, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
     for k, v in d.items():
         if getattr(a, k) is None:
             setattr(a, k, v)
@@ -176,14 +175,17 @@ def main(argv: list[str] | None = None) -> int:
         rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
         rows = [r for r in rows if "reward" in r]
         rewards = [float(r["reward"]) for r in sorted(rows, key=lambda r: r["step"])]
+        t = time.time()
         after = pass_at_1(str(run / "export"), held_p, a, out / f"eval-{algo}")
         curves[algo] = rewards
         res["algos"][algo] = dict(run_dir=str(run), rewards=rewards, pass1_after=after,
                                   anchors=[float(r.get("anchors", 0.0)) for r in rows],
                                   entropy=[float(r["entropy"]) for r in rows if "entropy" in r],
-                                  train_s=train_s, **curve_stats(rewards, seed=a.seed))
-        (out / "learn.json").write_text(json.dumps(res, indent=2))  # a partial result survives a stopped run
-    plot(curves, out / "learn.png", f"{model.split('/')[-1]}, seed {a.seed}, {a.difficulty or 'all'} tier")
+                                  step_s=[float(r["time_step"]) for r in rows if "time_step" in r],
+                                  train_s=train_s, eval_s=time.time() - t, **curve_stats(rewards, seed=a.seed))
+        # Written after every algorithm: a run stopped early keeps the algorithms it finished.
+        (out / "learn.json").write_text(json.dumps(res, indent=2))
+        plot(curves, out / "learn.png", f"{model.split('/')[-1]}, seed {a.seed}, {a.difficulty or 'all'} tier")
 
     print(f"learn: {model}, seed {a.seed}, {a.steps} steps x {a.tasks_per_step} tasks x G {a.group_size}; "
           f"held-out pass@1 before {before:.3f} ({len(held_ids)} tasks x {a.eval_n})")
@@ -192,11 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {algo:6s} " + " ".join(f"{x:.2f}" for x in r))
     w = window(a.steps)
     print(f"{'algo':6s} {'first ' + str(w):>9s} {'last ' + str(w):>9s} {'diff':>7s} {'95% CI':>16s} "
-          f"{'pass@1 after':>12s} {'train s':>8s}")
+          f"{'pass@1 after':>12s} {'s/step':>7s}")
     for algo, s in res["algos"].items():
         ci = f"[{s['ci95'][0]:6.3f}, {s['ci95'][1]:6.3f}]" if s["ci95"] else "n/a (1 step)"
         print(f"{algo:6s} {s['first_mean']:9.3f} {s['last_mean']:9.3f} {s['diff']:7.3f} {ci:>16s} "
-              f"{s['pass1_after']:12.3f} {s['train_s']:8.0f}")
+              f"{s['pass1_after']:12.3f} {s['train_s'] / len(s['rewards']):7.1f}")
     print(f"wrote {out / 'learn.json'} and {out / 'learn.png'}")
     return 0
 

@@ -18,15 +18,16 @@ import learn  # noqa: E402
 
 
 def test_window_and_bootstrap_by_hand():
-    assert [learn.window(n) for n in (1, 3, 9, 12, 29, 30, 50)] == [1, 1, 3, 4, 9, 10, 10]
-    s = learn.curve_stats([0.0, 0.5, 0.25, 0.5, 1.0, 0.75])  # window 2: first [0, .5], last [1, .75]
+    assert [learn.window(n) for n in (1, 3, 5, 9, 12, 19, 20, 50)] == [1, 1, 2, 4, 6, 9, 10, 10]
+    s = learn.curve_stats([0.0, 0.5, 0.25, 1.0, 0.75])  # window 2: first [0, .5], last [1, .75]
     assert s["window"] == 2 and s["first_mean"] == 0.25 and s["last_mean"] == 0.875
     assert s["diff"] == pytest.approx(0.625)
     # Resampled means of two 2-step windows: the difference lies in [1 - .5, .75 - 0] ... [.75 - .5, 1 - 0].
     assert 0.25 <= s["ci95"][0] < s["diff"] < s["ci95"][1] <= 1.0
     flat = learn.curve_stats([0.3] * 6)
+    assert flat["window"] == 3
     assert flat["diff"] == 0.0 and flat["ci95"] == [0.0, 0.0]
-    assert learn.curve_stats([0.0, 0.5, 1.0])["ci95"] is None  # one step per window: nothing to resample
+    assert learn.curve_stats([0.0, 1.0, 1.0])["ci95"] is None  # one step per window: nothing to resample
 
 
 def test_split_is_disjoint_and_from_the_tier(tmp_path):
@@ -49,9 +50,10 @@ def test_smoke_writes_json_and_png_from_the_runs(tmp_path):
     for algo, s in res["algos"].items():
         rows = [json.loads(x) for x in (Path(s["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
         rewards = [row["reward"] for row in rows if "reward" in row]
-        assert s["rewards"] == rewards and len(rewards) == 6 and s["window"] == 2, algo
-        assert s["first_mean"] == pytest.approx(np.mean(rewards[:2]))
-        assert s["last_mean"] == pytest.approx(np.mean(rewards[-2:]))
+        assert s["rewards"] == rewards and len(rewards) == 6 and s["window"] == 3, algo
+        assert s["first_mean"] == pytest.approx(np.mean(rewards[:3]))
+        assert s["last_mean"] == pytest.approx(np.mean(rewards[-3:]))
+        assert len(s["step_s"]) == 6 and min(s["step_s"]) > 0, algo
         assert s["diff"] == pytest.approx(s["last_mean"] - s["first_mean"])
         assert s["ci95"][0] <= s["diff"] <= s["ci95"][1]
         assert 0.0 <= s["pass1_after"] <= 1.0
