@@ -1,9 +1,10 @@
 """Does the reward go up? A learning curve for didpo, grpo and gigpo from the same seed.
 
-    python bench/learn.py                                    # embedded default: 20 steps, ~20-30 min per algorithm
+    python bench/learn.py                                    # embedded default: 20 steps x 1 task x G 8
     python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget (windows of 4 steps)
     python bench/learn.py --smoke                            # the tiny test model, under a minute: keeps it alive
-    # On a shared CPU: one process per algorithm, one thread each, side by side, then one report.
+    # On a shared CPU: one process per algorithm, one thread each, side by side, then one report
+    # (2 cores shared with other jobs: ~130 s a step each, 8.5 GB of memory each).
     python bench/learn.py --algos didpo --threads 1 --out runs/learn-didpo   # (and grpo, gigpo likewise)
     python bench/learn.py --merge runs/learn-didpo runs/learn-grpo runs/learn-gigpo --out runs/learn
 
@@ -20,7 +21,10 @@ What it does, for one seed:
    last − first and its bootstrap 95% interval (steps resampled with replacement inside each
    window, 2000 draws: it measures step-to-step noise only, one seed, not seed-to-seed spread;
    none when a window holds a single step, which has no spread to resample).
-   The steps of one run draw different tasks, so first vs last also compares tasks; the
+   The trainer walks the training set in a fixed order, --tasks-per-step at a time; the default
+   (the trivial tier: 10 training tasks, 1 per step, 20 steps) makes the first and the last 10
+   steps the same 10 tasks in the same order, so first vs last compares the model, not the tasks
+   (other settings mix tasks into it). The
    algorithms draw the same tasks at the same step, so across algorithms the comparison is paired:
    didpo − other over the last window, per-step differences resampled (same bootstrap).
 
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", default="didpo,grpo,gigpo", help="comma list of grpo | gigpo | didpo")
     ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 20; smoke 6)")
-    ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 2; smoke 1)")
+    ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 1; smoke 1)")
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
     ap.add_argument("--max-turns", type=int, default=1)
     ap.add_argument("--max-response-tokens", type=int, default=None, help="per turn (default 100; smoke 16)")
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                          "where a thread that waits at every op for a descheduled sibling spins")
     a = ap.parse_args(argv)
     d = dict(steps=6, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
-        dict(steps=20, tasks_per_step=2, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
+        dict(steps=20, tasks_per_step=1, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
     for k, v in d.items():
         if getattr(a, k) is None:
             setattr(a, k, v)
