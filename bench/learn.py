@@ -1,9 +1,12 @@
 """Does the reward go up? A learning curve for didpo, grpo and gigpo from the same seed.
 
-    python bench/learn.py                                    # embedded default, ~30 min per algorithm on 2 cores
-    python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget
+    python bench/learn.py                                    # embedded default: 20 steps x 1 task x G 8
+    python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget (windows of 4 steps)
     python bench/learn.py --smoke                            # the tiny test model, under a minute: keeps it alive
-    python bench/learn.py --algos didpo,grpo --steps 4 --eval-n 2     # what was run here (~8 min per algorithm)
+    # On a shared CPU: one process per algorithm, one thread each, side by side, then one report
+    # (2 cores shared with other jobs: ~130 s a step each, 8.5 GB of memory each).
+    python bench/learn.py --algos didpo --threads 1 --out runs/learn-didpo   # (and grpo, gigpo likewise)
+    python bench/learn.py --merge runs/learn-didpo runs/learn-grpo runs/learn-gigpo --out runs/learn
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
@@ -14,12 +17,16 @@ What it does, for one seed:
    pass@1 after on the same held-out tasks with the run's HF export. Step 1 of every algorithm
    samples the same rollouts (same weights, same seeds), so the curves start from the same point.
 4. From each run's metrics.jsonl: the mean reward per step, the mean of the first and the last
-   window (10 steps, or a third of the steps when there are fewer than 30), their difference
+   window (10 steps, or half the steps when there are fewer than 20), their difference
    last − first and its bootstrap 95% interval (steps resampled with replacement inside each
    window, 2000 draws: it measures step-to-step noise only, one seed, not seed-to-seed spread;
    none when a window holds a single step, which has no spread to resample).
-   The steps of one run draw different tasks, so first vs last also compares tasks; the
-   algorithms draw the same tasks at the same step, so across algorithms the comparison is paired.
+   The trainer walks the training set in a fixed order, --tasks-per-step at a time; the default
+   (the trivial tier: 10 training tasks, 1 per step, 20 steps) makes the first and the last 10
+   steps the same 10 tasks in the same order, so first vs last compares the model, not the tasks
+   (other settings mix tasks into it). The
+   algorithms draw the same tasks at the same step, so across algorithms the comparison is paired:
+   didpo − other over the last window, per-step differences resampled (same bootstrap).
 
 Writes OUT/learn.json (every number above, per algorithm) and OUT/learn.png (reward per step and
 its running mean); prints one table. The numbers come from the runs' own files, nothing is fixed here.
@@ -41,8 +48,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def window(n_steps: int) -> int:
-    """Steps in the first/last window: 10, or a third of the run when it is shorter than 30 steps."""
-    return 10 if n_steps >= 30 else max(1, n_steps // 3)
+    """Steps in the first/last window: 10, or half the run when it is shorter than 20 steps (never overlapping)."""
+    return max(1, min(10, n_steps // 2))
 
 
 def curve_stats(rewards: list[float], n_boot: int = 2000, seed: int = 0) -> dict:
@@ -105,8 +112,8 @@ def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", default="didpo,grpo,gigpo", help="comma list of grpo | gigpo | didpo")
-    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 12; smoke 6)")
-    ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 2; smoke 1)")
+    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 20; smoke 6)")
+    ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 1; smoke 1)")
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
     ap.add_argument("--max-turns", type=int, default=1)
     ap.add_argument("--max-response-tokens", type=int, default=None, help="per turn (default 100; smoke 16)")
@@ -119,13 +126,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="default smollm2-135m; smoke: a tiny random model")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="default runs/learn (smoke: runs/learn-smoke); must be new")
-    ap.add_argument("--smoke", action="store_true", help="tiny random model, 3 steps: seconds, not a result")
+    ap.add_argument("--merge", nargs="+", metavar="DIR",
+                    help="no training: one JSON, PNG and table from learn runs of single algorithms into --out")
+    ap.add_argument("--smoke", action="store_true", help="tiny random model, 6 steps: seconds, not a result")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch intra-op threads (default torch's; smoke 1); 1 on a CPU shared with other jobs, "
+                         "where a thread that waits at every op for a descheduled sibling spins")
     a = ap.parse_args(argv)
     d = dict(steps=6, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
-        dict(steps=12, tasks_per_step=2, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
+        dict(steps=20, tasks_per_step=1, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
     for k, v in d.items():
         if getattr(a, k) is None:
             setattr(a, k, v)
+    if a.merge:
+        return merge(a.merge, Path(a.out or "runs/learn"))
     algos = [x for x in a.algos.split(",") if x]
     if not algos or any(x not in ("grpo", "gigpo", "didpo") for x in algos):
         print(f"error: --algos {a.algos!r}; pass a comma list of grpo, gigpo, didpo", file=sys.stderr)
@@ -140,8 +154,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import train
 
+    if a.threads or a.smoke:
+        torch.set_num_threads(a.threads or 1)  # tiny matmuls (smoke): intra-op threads only contend
     if a.smoke:
-        torch.set_num_threads(1)  # tiny matmuls: intra-op threads only contend on a shared CPU
         if a.model is None:
             sys.path.insert(0, str(ROOT / "tests"))
             from conftest import build_tiny_model, build_tiny_tokenizer
@@ -161,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
                model=model, seed=a.seed, heldout=held_ids, pass1_before=before, algos={},
                settings=dict(steps=a.steps, tasks_per_step=a.tasks_per_step, group_size=a.group_size,
                              max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
-                             temperature=a.temperature, difficulty=a.difficulty, eval_n=a.eval_n),
+                             temperature=a.temperature, difficulty=a.difficulty, eval_n=a.eval_n,
+                             threads=torch.get_num_threads()),
                eval_base_s=time.time() - t0)
-    curves = {}
     for algo in algos:
         cfg = train.resolve_config(dict(
             model=model, algo=algo, tasks=str(train_p), difficulty="", steps=a.steps, tasks_per_step=a.tasks_per_step,
@@ -176,28 +191,83 @@ def main(argv: list[str] | None = None) -> int:
         rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
         rows = [r for r in rows if "reward" in r]
         rewards = [float(r["reward"]) for r in sorted(rows, key=lambda r: r["step"])]
+        t = time.time()
         after = pass_at_1(str(run / "export"), held_p, a, out / f"eval-{algo}")
-        curves[algo] = rewards
         res["algos"][algo] = dict(run_dir=str(run), rewards=rewards, pass1_after=after,
                                   anchors=[float(r.get("anchors", 0.0)) for r in rows],
                                   entropy=[float(r["entropy"]) for r in rows if "entropy" in r],
-                                  train_s=train_s, **curve_stats(rewards, seed=a.seed))
-        (out / "learn.json").write_text(json.dumps(res, indent=2))  # a partial result survives a stopped run
-    plot(curves, out / "learn.png", f"{model.split('/')[-1]}, seed {a.seed}, {a.difficulty or 'all'} tier")
+                                  step_s=[float(r["time_step"]) for r in rows if "time_step" in r],
+                                  train_s=train_s, eval_s=time.time() - t, **curve_stats(rewards, seed=a.seed))
+        # Written after every algorithm: a run stopped early keeps the algorithms it finished.
+        report(res, out, quiet=algo != algos[-1])
+    return 0
 
-    print(f"learn: {model}, seed {a.seed}, {a.steps} steps x {a.tasks_per_step} tasks x G {a.group_size}; "
-          f"held-out pass@1 before {before:.3f} ({len(held_ids)} tasks x {a.eval_n})")
+
+def paired_last(a: list[float], b: list[float], n_boot: int = 2000, seed: int = 0) -> dict:
+    """Last-window mean of a minus that of b, over the same steps (the same tasks at each step): the
+    per-step differences resampled with replacement, percentile 95% interval (None for a 1-step window)."""
+    w = window(min(len(a), len(b)))
+    d = np.asarray(a[-w:], float) - np.asarray(b[-w:], float)  # [w]; a and b ran the same number of steps
+    ci = None
+    if w >= 2:
+        boot = np.random.default_rng(seed).choice(d, (n_boot, w)).mean(1)  # [n_boot]
+        ci = [float(x) for x in np.percentile(boot, [2.5, 97.5])]
+    return dict(window=w, diff=float(d.mean()), ci95=ci)
+
+
+def report(res: dict, out: Path, quiet: bool = False) -> None:
+    """Write OUT/learn.json and OUT/learn.png from res; unless quiet, print the table."""
+    curves = {algo: s["rewards"] for algo, s in res["algos"].items()}
+    if "didpo" in curves:
+        res["didpo_vs"] = {algo: paired_last(curves["didpo"], r, seed=res["seed"])
+                           for algo, r in curves.items() if algo != "didpo" and len(r) == len(curves["didpo"])}
+    (out / "learn.json").write_text(json.dumps(res, indent=2))
+    st = res["settings"]
+    plot(curves, out / "learn.png", f"{res['model'].split('/')[-1]}, seed {res['seed']}, "
+                                    f"{st['difficulty'] or 'all'} tier")
+    if quiet:
+        return
+    print(f"learn: {res['model']}, seed {res['seed']}, {st['steps']} steps x {st['tasks_per_step']} tasks x "
+          f"G {st['group_size']}; held-out pass@1 before {res['pass1_before']:.3f} "
+          f"({len(res['heldout'])} tasks x {st['eval_n']})")
     print("reward per step:")
     for algo, r in curves.items():
         print(f"  {algo:6s} " + " ".join(f"{x:.2f}" for x in r))
-    w = window(a.steps)
+    w = window(st["steps"])
     print(f"{'algo':6s} {'first ' + str(w):>9s} {'last ' + str(w):>9s} {'diff':>7s} {'95% CI':>16s} "
-          f"{'pass@1 after':>12s} {'train s':>8s}")
+          f"{'pass@1 after':>12s} {'s/step':>7s}")
     for algo, s in res["algos"].items():
         ci = f"[{s['ci95'][0]:6.3f}, {s['ci95'][1]:6.3f}]" if s["ci95"] else "n/a (1 step)"
         print(f"{algo:6s} {s['first_mean']:9.3f} {s['last_mean']:9.3f} {s['diff']:7.3f} {ci:>16s} "
-              f"{s['pass1_after']:12.3f} {s['train_s']:8.0f}")
+              f"{s['pass1_after']:12.3f} {np.mean(s['step_s']):7.1f}")
+    for algo, p in res.get("didpo_vs", {}).items():
+        ci = f"[{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}]" if p["ci95"] else "n/a"
+        print(f"didpo - {algo}, last {p['window']} steps (paired by step): {p['diff']:+.3f}, 95% CI {ci}")
     print(f"wrote {out / 'learn.json'} and {out / 'learn.png'}")
+
+
+def merge(dirs: list[str], out: Path) -> int:
+    """One report from learn runs of single algorithms (run side by side as separate processes)."""
+    runs = [json.loads((Path(d) / "learn.json").read_text()) for d in dirs]
+    same = ("model", "seed", "heldout")
+    for d, r in zip(dirs[1:], runs[1:]):
+        diff = [k for k in same if r[k] != runs[0][k]] + \
+               [k for k in runs[0]["settings"] if k != "threads" and r["settings"].get(k) != runs[0]["settings"][k]]
+        if diff:
+            print(f"error: --merge {d} differs from {dirs[0]} in {', '.join(diff)}; merge runs of one setting",
+                  file=sys.stderr)
+            return 2
+    res = dict(runs[0], command=[r["command"] for r in runs], algos={},
+               pass1_before=float(np.mean([r["pass1_before"] for r in runs])),
+               pass1_before_runs=[r["pass1_before"] for r in runs])
+    for d, r in zip(dirs, runs):
+        for algo, s in r["algos"].items():
+            if algo in res["algos"]:
+                print(f"error: --merge: {algo} is in two runs ({d}); pass one run per algorithm", file=sys.stderr)
+                return 2
+            res["algos"][algo] = s
+    out.mkdir(parents=True, exist_ok=True)
+    report(res, out)
     return 0
 
 

@@ -18,15 +18,16 @@ import learn  # noqa: E402
 
 
 def test_window_and_bootstrap_by_hand():
-    assert [learn.window(n) for n in (1, 3, 9, 12, 29, 30, 50)] == [1, 1, 3, 4, 9, 10, 10]
-    s = learn.curve_stats([0.0, 0.5, 0.25, 0.5, 1.0, 0.75])  # window 2: first [0, .5], last [1, .75]
+    assert [learn.window(n) for n in (1, 3, 5, 9, 12, 19, 20, 50)] == [1, 1, 2, 4, 6, 9, 10, 10]
+    s = learn.curve_stats([0.0, 0.5, 0.25, 1.0, 0.75])  # window 2: first [0, .5], last [1, .75]
     assert s["window"] == 2 and s["first_mean"] == 0.25 and s["last_mean"] == 0.875
     assert s["diff"] == pytest.approx(0.625)
     # Resampled means of two 2-step windows: the difference lies in [1 - .5, .75 - 0] ... [.75 - .5, 1 - 0].
     assert 0.25 <= s["ci95"][0] < s["diff"] < s["ci95"][1] <= 1.0
     flat = learn.curve_stats([0.3] * 6)
+    assert flat["window"] == 3
     assert flat["diff"] == 0.0 and flat["ci95"] == [0.0, 0.0]
-    assert learn.curve_stats([0.0, 0.5, 1.0])["ci95"] is None  # one step per window: nothing to resample
+    assert learn.curve_stats([0.0, 1.0, 1.0])["ci95"] is None  # one step per window: nothing to resample
 
 
 def test_split_is_disjoint_and_from_the_tier(tmp_path):
@@ -49,9 +50,10 @@ def test_smoke_writes_json_and_png_from_the_runs(tmp_path):
     for algo, s in res["algos"].items():
         rows = [json.loads(x) for x in (Path(s["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
         rewards = [row["reward"] for row in rows if "reward" in row]
-        assert s["rewards"] == rewards and len(rewards) == 6 and s["window"] == 2, algo
-        assert s["first_mean"] == pytest.approx(np.mean(rewards[:2]))
-        assert s["last_mean"] == pytest.approx(np.mean(rewards[-2:]))
+        assert s["rewards"] == rewards and len(rewards) == 6 and s["window"] == 3, algo
+        assert s["first_mean"] == pytest.approx(np.mean(rewards[:3]))
+        assert s["last_mean"] == pytest.approx(np.mean(rewards[-3:]))
+        assert len(s["step_s"]) == 6 and min(s["step_s"]) > 0, algo
         assert s["diff"] == pytest.approx(s["last_mean"] - s["first_mean"])
         assert s["ci95"][0] <= s["diff"] <= s["ci95"][1]
         assert 0.0 <= s["pass1_after"] <= 1.0
@@ -64,3 +66,36 @@ def test_smoke_writes_json_and_png_from_the_runs(tmp_path):
     again = subprocess.run([sys.executable, "bench/learn.py", "--smoke", "--out", str(out)], cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
     assert again.returncode == 2 and again.stderr.startswith("error: --out")
+
+
+def test_paired_last_by_hand():
+    p = learn.paired_last([0.0, 0.0, 0.5, 1.0], [0.5, 0.5, 0.25, 0.5])  # window 2: differences [.25, .5]
+    assert p["window"] == 2 and p["diff"] == pytest.approx(0.375)
+    assert 0.25 <= p["ci95"][0] <= p["diff"] <= p["ci95"][1] <= 0.5
+
+
+def _fake_run(d: Path, algo: str, rewards: list[float], lr: float = 5e-5) -> str:
+    d.mkdir(parents=True)
+    res = dict(command=f"learn.py --algos {algo}", model="m", seed=0, heldout=["a", "b"], pass1_before=0.25,
+               settings=dict(steps=len(rewards), tasks_per_step=2, group_size=8, max_turns=1, max_response_tokens=100,
+                             lr=lr, temperature=0.7, difficulty="trivial", eval_n=4, threads=1),
+               algos={algo: dict(rewards=rewards, pass1_after=0.5, step_s=[1.0] * len(rewards),
+                                 **learn.curve_stats(rewards))})
+    (d / "learn.json").write_text(json.dumps(res))
+    return str(d)
+
+
+def test_merge_joins_single_algorithm_runs_and_refuses_mixed_settings(tmp_path, capsys):
+    d = _fake_run(tmp_path / "d", "didpo", [0.0, 0.0, 0.5, 1.0])
+    g = _fake_run(tmp_path / "g", "grpo", [0.5, 0.5, 0.25, 0.5])
+    assert learn.main(["--merge", d, g, "--out", str(tmp_path / "m")]) == 0
+    res = json.loads((tmp_path / "m" / "learn.json").read_text())
+    assert list(res["algos"]) == ["didpo", "grpo"] and res["pass1_before_runs"] == [0.25, 0.25]
+    assert res["didpo_vs"]["grpo"]["diff"] == pytest.approx(0.375)
+    assert (tmp_path / "m" / "learn.png").read_bytes()[:4] == b"\x89PNG"
+    assert "didpo - grpo, last 2 steps (paired by step): +0.375" in capsys.readouterr().out
+    x = _fake_run(tmp_path / "x", "gigpo", [0.0] * 4, lr=1e-5)
+    assert learn.main(["--merge", d, x, "--out", str(tmp_path / "m2")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --merge") and "differs" in err and "in lr;" in err
+    assert learn.main(["--merge", d, d, "--out", str(tmp_path / "m3")]) == 2
