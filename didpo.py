@@ -23,13 +23,24 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
                   other, correct, pieces. The regression holds the other anchors fixed: with one indicator
                   per version, each version is compared with the other versions of the same code given the
                   rest of the trajectory. β_g = 0 when every trajectory (or none) holds g.
+                  behaviour=True adds behaviour columns: for each function f (the top-level def/class that a
+                  written line sits in; "" outside any), x_{i,(f,b)} = 1 iff f passes (b = True) or fails
+                  (b = False) its public tests in i's final state (Turn.public; f's tests are those whose
+                  text names f, all of them when none does). Every line that turn t wrote inside f then
+                  gets, on top of its anchor's β_g, A^B_{i,t,f} = β_{(f,b_t)}, b_t = f passes after turn t.
+                  passing=False keeps only the b = False columns (a passing function gets no A^B).
+                  f's b is unknown (no column, no A^B) where a function f calls fails its own tests: the
+                  failure may be the callee's. Why: with several implementations and bugs per function
+                  most versions are written once in a group of 8 and form no anchor; the public results
+                  say which of them broke what.
               baseline="contrast":  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
                   I_g = the trajectories that wrote g; the single-anchor difference in differences (it is β_g
                   of the regression above with g's indicator alone and α → 0). 0 when g is in every
                   trajectory. Its own value is not subtracted away (DESIGN §3 pitfall b).
               baseline="group_mean" (the reference estimator):  A^D_m = G_{i,t} − mean_{m'∈g} G_{m'}
               mean_std_norm divides by the std of the same returns (contrast, ridge: over the task group).
-    Â_{i,k} = A^E_i + λ·A^D_{m(k)} for response token k inside the char ranges of member m(k), else A^E_i;
+    Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^B_{i,t,f}) for response token k of turn t: A^D of the anchor member
+              m(k) whose char ranges hold k (0 if none), A^B where turn t wrote k's line inside f (0 elsewhere);
               0 wherever loss_mask is 0.
 
 Char ranges become token ranges through the sampled ids themselves: Turn.offsets holds each
@@ -56,8 +67,10 @@ so micro-batches and ranks add up to the unsplit loss), or seq-mean-token-mean.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -99,6 +112,8 @@ class AdvConfig:
     context: int = 3                 # unified-diff context lines (decides what is one hunk)
     line_scope: bool = True          # a line unit is keyed by its top-level statement too (never pools across blocks)
     survive: bool = True             # ridge: a trajectory holds an anchor only if its member survives to the end
+    behaviour: bool = True           # ridge: also regress on which functions pass their public tests (Turn.public)
+    passing: bool = True             # behaviour: passing has its own column too (False: only failing carries A^B)
     eps: float = 1e-6                # added to std in mean_std_norm
 
     def __post_init__(self):
@@ -126,6 +141,7 @@ class Credit:
     anchor_values: dict[int, list[float]] = field(default_factory=dict)  # anchor id -> A^D of its kept members
     holders: dict[int, list[int]] = field(default_factory=dict)  # anchor id -> trajectories i with x_{i,g} = 1
     contrast: dict[int, float] = field(default_factory=dict)     # anchor id -> the DiD contrast on the holders
+    behaviour: dict[tuple[str, bool], float] = field(default_factory=dict)  # (function, passes) -> β (ridge)
     stats: dict = field(default_factory=dict)
 
 
@@ -216,6 +232,58 @@ def ridge_values(values: list[float], holders: list[set[int]], alpha: float, nor
     return Xc.T @ w                                                            # [K]
 
 
+_NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
+    """Over the top-level def/class statements of S_t ("" outside any): (function name -> char ranges of the
+    lines this turn wrote inside it, function name -> the lines of its body)."""
+    out: dict[str, list] = defaultdict(list)
+    body: dict[str, list[str]] = defaultdict(list)
+    for path, text in turn.files_after.items():
+        origin = turn.origin.get(path) or []
+        name = ""
+        for k, line in enumerate(diffs.lines_of(text)):
+            if line[:1] not in ("", " ", "\t", "#"):  # an unindented code line opens the next top-level statement
+                m = _NAME.match(line)
+                name = m.group(1) if m else ""
+            else:
+                body[name].append(line)
+            if k < len(origin) and origin[k] is not None:
+                out[name].append(origin[k])
+    return out, body
+
+
+def callees(body: dict[str, list[str]], name: str) -> set[str]:
+    """The other top-level functions that the body of `name` names."""
+    words = set(_WORD.findall("\n".join(body.get(name, ()))))
+    return {g for g in body if g and g != name and g in words}
+
+
+def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
+    """Identifier -> results of the public tests whose text names it."""
+    index: dict[str, list[bool]] = defaultdict(list)
+    for test, ok in public.items():
+        for w in set(_WORD.findall(test)):
+            index[w].append(ok)
+    return index
+
+
+def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:
+    """Does function `name` pass its public tests (those whose text names it; all tests if none does)?
+    None (unknown) when a function it calls fails its own: the failure may be the callee's. `calls` is
+    the set of its callees, or a function that returns it (only a failing function needs them)."""
+    index = tests_naming(public) if index is None else index
+
+    def own(f):
+        mine = index.get(f) if f else None
+        return all(mine) if mine else all(public.values())
+    if own(name):
+        return True
+    return False if all(own(g) for g in (calls() if callable(calls) else calls)) else None
+
+
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:
     """A^E, the diff-level (or step-level) terms and Â for one task group; see the module docstring."""
     # No-op algorithmically, exists for speed: a batch holds millions of small tuples (token
@@ -237,6 +305,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     diff = [np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group]      # [T] per trajectory
     owner = [np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group]   # [T] per trajectory
     info: dict = {}
+    beh: dict[tuple[str, bool], float] = {}
     anchors: list[diffs.Anchor] = []
     anchor_values: dict[int, list[float]] = {}
     held: dict[int, list[int]] = {}
@@ -269,8 +338,33 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
                     not cfg.survive or m.turn + 1 == len(group[m.traj].turns)
                     or _survives(m, group[m.traj].turns[m.turn], final[m.traj], memo))}
                    for a in anchors]                                         # x_{i,g} = 1 iff i in holders[g]
+        pieces: list[list] = [[] for _ in group]                             # (turn, name, passes, ranges)
+        bkeys: dict[tuple[str, bool], int] = {}                              # behaviour -> its column
+        if cfg.baseline == "ridge" and cfg.behaviour:
+            names, last = set(), []
+            for i, tr in enumerate(group):
+                fin = None
+                for t, turn in enumerate(tr.turns):
+                    if turn.public:
+                        wrote, body = written_functions(turn)
+                        index = tests_naming(turn.public)
+                        for name, rs in wrote.items():
+                            ok = passes(turn.public, name, functools.partial(callees, body, name), index)
+                            pieces[i].append((t, name, ok, rs))
+                            names.add(name)
+                        fin = (turn.public, body, index)
+                last.append(fin)
+            behaviour_holders: dict[tuple[str, bool], set[int]] = defaultdict(set)
+            for name in sorted(names):  # x_{i,(f,b)} = 1 iff f passes its public tests (b) in i's final state
+                for i, fin in enumerate(last):
+                    ok = None if fin is None else passes(fin[0], name, functools.partial(callees, fin[1], name), fin[2])
+                    if ok is not None and (cfg.passing or not ok):
+                        behaviour_holders[(name, ok)].add(i)
+            bkeys = {k: c for c, k in enumerate(behaviour_holders)}
+            holders = holders + list(behaviour_holders.values())
         if cfg.baseline == "ridge":
             beta = ridge_values(first, holders, cfg.ridge, cfg.norm, cfg.eps)
+            beh = {k: float(beta[len(anchors) + c]) for k, c in bkeys.items()}
         regions: list[list] = [[] for _ in group]
         for a in anchors:  # best-ranked first, so project() lets the best member claim a shared token
             if cfg.baseline == "ridge":
@@ -288,6 +382,9 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
+            if beh:  # A^B: every line a turn wrote in function f also gets β of the behaviour it left f in
+                extra, _ = credit_mod.project(tr, [(t, rs, beh.get((f, ok), 0.0), 0) for t, f, ok, rs in pieces[i]])
+                diff[i] += extra
 
     token_adv, covered, n_resp = [], 0, 0
     for i, tr in enumerate(group):
@@ -298,7 +395,8 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
     if stats is not None:
         stats.update(info)
-    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd, info)
+    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd,
+                  beh, info)
 
 
 def _mask(loss_mask: list[int]) -> np.ndarray:

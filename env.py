@@ -103,6 +103,9 @@ class Turn:
     origin: dict[str, list[Range | None]] = field(default_factory=dict)
     observation: str = ""
     reward: float = 0.0                # step reward r_t (penalty + shaping); the final reward is NOT in it
+    # public[test] = passed, for each public test run on S_t after this turn (as the model sees the
+    # test, describe_test); None when no test ran. DiDPO reads which function's tests a piece broke.
+    public: dict[str, bool] | None = None
 
 
 @dataclass
@@ -833,8 +836,10 @@ class Episode:
         errors = [e for p, e in checked.items() if e and p in edited]
         entry_bad = checked[self.task.entry]
         job = None
-        if (ok or run) and self.task.public_tests and not entry_bad and not (finish and not self.cfg.shaping_coef):
-            job = self._public_job()  # after `finish` feedback is useless, unless shaping needs Φ_T
+        # After `finish` feedback is useless, but shaping needs Φ_T and DiDPO reads the per-test results
+        # of an edit (Turn.public): only a bare `run tests` beside `finish` is skipped without shaping.
+        if (ok or run and not (finish and not self.cfg.shaping_coef)) and self.task.public_tests and not entry_bad:
+            job = self._public_job()
         self.turns.append(Turn(response=response, action=",".join(kinds), applied=edits > 0 and ok == edits,
                                files_before=before, files_after=dict(self.files), origin=origins))
         self._job = job
@@ -864,6 +869,7 @@ class Episode:
             phi = sum(v.passed for v in verdicts[:len(tests)]) / len(tests)
             all_pass = len(verdicts) >= len(tests) and all(v.passed for v in verdicts[:len(tests)])
             parts.append(report_tests(tests, verdicts, self.task.fn_name, cfg.feedback_chars))
+            turn.public = {describe_test(t, self.task.fn_name): v.passed for t, v in zip(tests, verdicts)}
         elif st["entry_bad"] and st["changed"]:
             phi = 0.0  # a workspace whose entry does not compile passes no test
             if st["entry_bad"] not in st["errors"]:

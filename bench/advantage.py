@@ -7,7 +7,8 @@ The batch is synthetic (records built directly, no sandbox, no model): each task
 80–150 lines (functions of 6–12 lines); every turn edits 2–4 functions with search/replace blocks,
 drawn from a per-task pool of popular rewrites (so sub-diffs are shared across trajectories and
 anchors form) or written fresh (stragglers). Token offsets come from a regex split of the response
-(words, spaces, punctuation), about as many tokens as a BPE makes. Goal (issue 8): DiDPO under
+(words, spaces, punctuation), about as many tokens as a BPE makes. Each turn records one public
+test per function (Turn.public), so DiDPO's behaviour columns are timed too. Goal (issue 8): DiDPO under
 0.5 s for the paper-size batch on one core, time growth exponent in G at most 1.2. Prints the
 CPU times of this process (best of 3; one torch thread) with wall times beside them, the
 DiDPO/GRPO ratio and the exponent fitted by least squares on log-log.
@@ -62,8 +63,10 @@ def make_group(rng: random.Random, task: int, G: int, turns: int = 8) -> list[Tr
     base = [_function(rng, f"f{task}_{j}") for j in range(n_fn)]
     pool = {j: [_variant(rng, base[j]) for _ in range(4)] for j in range(n_fn)}  # popular rewrites
     group = []
+    tests = [f"assert f{task}_{j}([1, 2, 3], 4) == {rng.randint(0, 99)}" for j in range(n_fn)]
     for _ in range(G):
         fns = [list(f) for f in base]
+        ok = [False] * n_fn  # does function j pass its public test (one per function, as Turn.public records)
         ids, mask, trs = [5] * 200, [0] * 200, []
         for _t in range(turns):
             before = {"solution.py": "\n\n".join("\n".join(f) for f in fns) + "\n"}
@@ -79,6 +82,7 @@ def make_group(rng: random.Random, task: int, G: int, turns: int = 8) -> list[Tr
                     resp += line + "\n"
                 resp += ">>>>>>> REPLACE\n```\n"
                 fns[j], origin_of[j] = list(new), ranges
+                ok[j] = new in pool[j][:2] or rng.random() < 0.3
             origin = []
             for j, f in enumerate(fns):
                 origin += origin_of.get(j, [None] * len(f)) + ([None] if j < n_fn - 1 else [])
@@ -89,7 +93,7 @@ def make_group(rng: random.Random, task: int, G: int, turns: int = 8) -> list[Tr
             mask += [1] * len(offsets)
             trs.append(Turn(response=resp, span=(a, len(ids)), offsets=offsets, action="search_replace",
                             applied=True, files_before=before, files_after=after, origin={"solution.py": origin},
-                            reward=rng.choice([0.0, 0.0, 0.1, -0.01])))
+                            reward=rng.choice([0.0, 0.0, 0.1, -0.01]), public=dict(zip(tests, ok))))
             ids += [6] * 50
             mask += [0] * 50
         group.append(Trajectory(task_id=f"t{task}", token_ids=ids, loss_mask=mask, turns=trs,

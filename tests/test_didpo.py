@@ -12,6 +12,7 @@ import didpo
 import env
 import sandbox
 import tasks
+from tools import explain
 
 STUBS = "def f(a, b):\n    pass\n\n\ndef g(x):\n    pass\n"
 F_OK = "def f(a, b):\n    s = a+b\n    return s\n"
@@ -364,3 +365,33 @@ def test_ridge_beats_contrast_on_a_messy_scenario():
     ridge, _ = bench.measure(groups, didpo.AdvConfig())
     contrast, _ = bench.measure(groups, didpo.AdvConfig(baseline="contrast", eta=0.8))
     assert ridge >= 0.92 and contrast <= 0.76, (ridge, contrast)
+
+
+def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
+    """Every version of f is written once (no anchor can form); the public tests, one per function, say that
+    trajectory 1's f passes and its g fails: with behaviour columns f's tokens outrank g's, without they tie."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public)
+    f_ok2, f_bad2 = F_OK.replace("a+b", "b+a"), F_BAD.replace("a-b", "a*b")
+    combos = [(F_OK, G_OK), (f_ok2, G_BAD), (F_BAD, G_OK), (f_bad2, G_OK)]
+    group = [env.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in combos]
+    assert [tr.reward for tr in group] == [1.0, 0.0, 0.0, 0.0]
+    assert list(group[1].turns[0].public.values()) == [True, False]  # as the model saw the tests
+    t = group[1].turns[0]
+    rf, rg = region(t, f_ok2), region(t, G_BAD)
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    _masked_zero(group, cr.token_adv)
+    assert cr.behaviour[("f", True)] > 0 > cr.behaviour[("g", False)]
+    assert min(values(group[1], cr.token_adv[1], 0, rf)) > max(values(group[1], cr.token_adv[1], 0, rg))
+    off = didpo.compute_advantages(group, didpo.AdvConfig(behaviour=False))
+    assert values(group[1], off[1], 0, rf) == values(group[1], off[1], 0, rg)
+    assert "f passes" in explain.behaviour_line(cr.behaviour)
+
+
+def test_passes_reads_the_tests_that_name_the_function():
+    pub = {"assert helper(3) == 3": False, "assert main(3) == 6": False, "assert other() == 1": True}
+    assert didpo.passes(pub, "other") is True and didpo.passes(pub, "helper") is False
+    assert didpo.passes(pub, "main") is False
+    assert didpo.passes(pub, "main", {"helper"}) is None  # its callee fails: the failure may not be main's
+    assert didpo.passes(pub, "unnamed") is False  # no test names it: all tests are its tests

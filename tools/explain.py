@@ -58,6 +58,13 @@ def _segments(turn, values, owner):
     return out
 
 
+def behaviour_line(behaviour: dict) -> str:
+    """The A^B terms: β of each (function, passes its public tests) column of the ridge."""
+    terms = ", ".join(f"{f or '(top level)'} {'passes' if ok else 'fails'}: {v:+.3f}"
+                      for (f, ok), v in sorted(behaviour.items()))
+    return "A^B (ridge β of a function passing / failing its public tests, on every line a turn wrote in it): " + terms
+
+
 def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -102,6 +109,8 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
                   "A^D: the value the baseline gave (ridge: β_g, the anchor's own coefficient given the others)")
+    if credit.behaviour:
+        console.print(behaviour_line(credit.behaviour))
     console.print(f"colour scale: ±{scale:.3f} (green positive, red negative); stats: {credit.stats}")
 
 
@@ -151,7 +160,8 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
                    f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
                    f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
                    f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
-    out.append("</table></body></html>")
+    out.append("</table>" + (f"<p>{html.escape(behaviour_line(credit.behaviour))}</p>" if credit.behaviour else "")
+               + "</body></html>")
     return "".join(out)
 
 
