@@ -1,6 +1,6 @@
 """The action parser: a model's response text -> the actions it asks for, with the char range of every line.
 
-    python -c "import protocol.actions as p; print(p.parse('solution.py\\n```python\\nx = 1\\n```\\nrun tests'))"
+    python -c "import protocol.actions as p; print(p.parse('solution.py\\n~~~python\\nx = 1\\n~~~\\nrun tests'))"
 
 `parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model),
 an accepted one with a remark carries `note`. Every content line is a `Line(text, start)`, so an
