@@ -35,6 +35,7 @@ def join(lines: list[str]) -> str:
 
 
 def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Line opcodes (tag, i1, i2, j1, j2) as difflib writes them, from an exact LCS of the lines."""
     # Lines become small ints first: rapidfuzz compares a one-char string by its code point and "" as 0,
     # so "\x00" and "" would align as equal (found by tests/test_env.py's fuzz test).
     ids: dict[str, int] = {}
@@ -51,6 +52,7 @@ def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
 
 
 def carry(old: list[str], old_origin: list, new: list[str], new_ranges: list) -> list:
+    """Origins of `new` replacing `old`: a line aligned (align) with an equal old line keeps that line's origin."""
     out = list(new_ranges)
     for tag, i1, i2, j1, j2 in align(old, new):
         if tag == "equal":
