@@ -1,7 +1,6 @@
-"""From sub-diffs to tokens: exact char ranges of sampled tokens, projection of A^D, and the explain command.
+"""From sub-diffs to tokens: exact char ranges of sampled tokens, and the projection of A^D onto them.
 
-    python credit.py explain GROUP.jsonl                  # tokens coloured by Â in the terminal
-    python credit.py explain GROUP.jsonl --html out.html  # the same as a standalone HTML page
+    python -m tools.explain GROUP.jsonl --html out.html  # tokens coloured by Â (tools/explain.py renders credit)
 
 How a char range becomes a token range (DESIGN.md §3, step 7):
 
@@ -32,12 +31,9 @@ from __future__ import annotations
 
 import bisect
 import operator
-import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import numpy as np
-import typer
 
 if TYPE_CHECKING:
     from env import Trajectory
@@ -169,53 +165,3 @@ def project(traj: Trajectory, regions) -> tuple[np.ndarray, np.ndarray]:
                 owner[a + lo: a + hi][free] = oid
                 values[a + lo: a + hi][free] = value
     return values, owner
-
-
-# --- explain: the command; the renderers are tools/explain.py ----------------------------
-
-
-def _fail(msg: str) -> None:
-    print(f"credit.py explain: {msg}", file=sys.stderr)
-    raise typer.Exit(2)
-
-
-app = typer.Typer(add_completion=False, help="Credit assignment of DiDPO, shown to people.")
-
-
-@app.callback()
-def _root() -> None:
-    """didpo credit tools."""
-
-
-@app.command()
-def explain(group_file: Annotated[Path, typer.Argument(help="a saved group: one env.Trajectory JSON per line")],
-            html_out: Annotated[Path | None, typer.Option("--html", help="also write a standalone HTML page")] = None,
-            algo: Annotated[str, typer.Option(help="grpo | gigpo | didpo")] = "didpo",
-            baseline: Annotated[str, typer.Option(help="ridge | contrast | group_mean")] = "ridge",
-            norm: Annotated[str, typer.Option(help="mean_norm | mean_std_norm")] = "mean_norm") -> None:
-    """Render a group's tokens coloured by their final advantage, with anchors outlined."""
-    import didpo  # lazy: didpo imports this module for project()
-    from env import Trajectory
-    from tools.explain import render_html, render_terminal
-
-    if not group_file.exists():
-        _fail(f"{group_file} does not exist; pass a .jsonl file of saved trajectories (the trainer writes them)")
-    try:
-        group = [Trajectory.from_json(line) for line in group_file.read_text().splitlines() if line.strip()]
-    except (ValueError, TypeError, KeyError) as e:
-        _fail(f"{group_file} is not a file of env.Trajectory JSON lines ({e})")
-    if not group:
-        _fail(f"{group_file} holds no trajectory; pass a non-empty group file")
-    try:
-        cfg = didpo.AdvConfig(algo=algo, baseline=baseline, norm=norm)
-    except ValueError as e:
-        _fail(str(e))
-    credit = didpo.compute_credit(group, cfg)
-    render_terminal(group, credit)
-    if html_out is not None:
-        html_out.write_text(render_html(group, credit, title=f"{group_file.name}: {algo}/{baseline}"))
-        print(f"wrote {html_out}")
-
-
-if __name__ == "__main__":
-    app()

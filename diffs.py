@@ -4,14 +4,14 @@
 
 1. Whole diff D_{i,t} = diff(S_{i,t-1}, S_{i,t}) of every file of the workspace,
    from the file versions, never from the response text; a turn whose edit
-   failed (`Turn.applied` false) has no diff. `turn_diff` gives it as a
-   unified diff parsed with `unidiff`. The line alignment is an exact LCS
-   (rapidfuzz, in C++) rather than difflib's matcher, and hunks are grouped
-   with `context` lines exactly as `difflib.unified_diff` groups them:
-   difflib's pure-Python matcher (0.4 ms per 130-line file) and unidiff's
-   parser (0.2 ms per diff) would each spend most of the 0.5 s budget of a
-   paper-size batch, so `candidates` reads the same hunks directly
-   (`turn_hunks`; tests check them against unidiff's parse and difflib's text).
+   failed (`Turn.applied` false) has no diff. `turn_hunks` gives its hunks.
+   The line alignment is protocol.lines.align, an exact LCS (rapidfuzz, in
+   C++; the aligner of env's provenance too) rather than difflib's matcher,
+   and hunks are grouped with `context` lines exactly as
+   `difflib.unified_diff` groups them: difflib's pure-Python matcher (0.4 ms
+   per 130-line file) and unidiff's parser (0.2 ms per diff) would each spend
+   most of the 0.5 s budget of a paper-size batch, so `candidates` reads the
+   hunks directly (tests check them against unidiff's parse and difflib's text).
 2. Sub-diff candidates, nested: hunk -> blocks (runs of changed lines cut at
    top-level statement boundaries of the new file, found with `ast`; the
    statements of a class body count as top level, so the methods of
@@ -78,9 +78,9 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import unidiff
 from rapidfuzz import fuzz, process
-from rapidfuzz.distance import Indel
+
+from protocol.lines import align, lines_of
 
 Range = tuple[int, int]
 LEVELS = ("hunk", "block", "line")  # coarse -> fine
@@ -88,12 +88,6 @@ GS_FORMS = ("saturating", "log", "linear")
 
 
 # --- whole diffs --------------------------------------------------------------
-
-
-def lines_of(text: str) -> list[str]:
-    """The line convention of env.Turn.origin: text.split("\\n") without the piece after a final newline."""
-    out = text.split("\n")
-    return out[:-1] if out[-1] == "" else out
 
 
 def _lines(text: str, memo: dict | None) -> list[str]:
@@ -105,25 +99,6 @@ def _lines(text: str, memo: dict | None) -> list[str]:
     if out is None:
         out = memo[text] = lines_of(text)
     return out
-
-
-def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """Line opcodes (tag, i1, i2, j1, j2) as difflib writes them, from an exact LCS of the lines.
-
-    rapidfuzz's Indel alignment runs in C++ (about 14 µs for a 130-line file against 430 µs for
-    difflib's pure-Python matcher, which alone would spend the whole advantage budget of a
-    paper-size batch). An LCS keeps the most lines unchanged, so code that the model re-emitted
-    is never mistaken for new code. Adjacent deletes and inserts are fused into `replace`.
-    """
-    out: list[list] = []
-    for op in Indel.opcodes(a, b):
-        if op.tag != "equal" and out and out[-1][0] != "equal":
-            prev = out[-1]
-            prev[2], prev[4] = op.src_end, op.dest_end
-            prev[0] = "replace" if prev[2] > prev[1] and prev[4] > prev[3] else prev[0]
-        else:
-            out.append([op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end])
-    return [tuple(o) for o in out]
 
 
 @dataclass(slots=True)
@@ -160,27 +135,6 @@ def hunks(path: str, before: str, after: str, context: int = 3, memo: dict | Non
     return out
 
 
-def _range(start: int, stop: int) -> str:  # the @@ range format of difflib / GNU diff
-    length = stop - start
-    return f"{start + 1}" if length == 1 else f"{start + (length > 0)},{length}"
-
-
-def unified(path: str, before: str, after: str, context: int = 3) -> str:
-    """The unified diff text of one file (--- a/path, +++ b/path, @@ hunks), "" if unchanged."""
-    a, b = lines_of(before), lines_of(after)
-    out = []
-    for h in hunks(path, before, after, context):
-        out.append(f"@@ -{_range(*h.src)} +{_range(*h.dst)} @@\n")
-        out += [f"{t}{a[i] if t != '+' else b[j]}\n" for t, i, j in h.lines]
-    return f"--- a/{path}\n+++ b/{path}\n" + "".join(out) if out else ""
-
-
-def file_diff(path: str, before: str, after: str, context: int = 3) -> unidiff.PatchedFile | None:
-    """The unified diff of one file, parsed with unidiff; None if the file did not change."""
-    text = unified(path, before, after, context)
-    return unidiff.PatchSet(text)[0] if text else None
-
-
 def _changed(turn) -> list[tuple[str, str, str]]:
     if not turn.applied:
         return []  # an edit that failed has an empty diff
@@ -189,13 +143,8 @@ def _changed(turn) -> list[tuple[str, str, str]]:
             if turn.files_before.get(p, "") != turn.files_after.get(p, "")]
 
 
-def turn_diff(turn, context: int = 3) -> list[unidiff.PatchedFile]:
-    """D_{i,t} for people and tools: every changed file of the turn as a unidiff PatchedFile; [] if the edit failed."""
-    return [file_diff(p, a, b, context) for p, a, b in _changed(turn)]
-
-
 def turn_hunks(turn, context: int = 3, memo: dict | None = None) -> list[Hunk]:
-    """The same hunks as turn_diff, without the text round trip (what candidates() reads)."""
+    """D_{i,t}: the hunks of every file the turn changed; [] if its edit failed (what candidates() reads)."""
     return [h for p, a, b in _changed(turn) for h in hunks(p, a, b, context, memo)]
 
 
@@ -437,12 +386,7 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
     return list(found.values())
 
 
-# --- similarity and groupability -------------------------------------------------
-
-
-def similarity(a: str, b: str) -> float:
-    """Normalized Indel similarity in [0, 1]: 1 - (insertions + deletions) / (|a| + |b|)."""
-    return fuzz.ratio(a, b) / 100.0
+# --- groupability -------------------------------------------------
 
 
 def groupability(size: float, n: int, s0: float = 8.0, g0: float = 8.0, form: str = "saturating") -> float:

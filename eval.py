@@ -235,9 +235,10 @@ def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, 
     """Generate the samples (task, missing indices) of one batch, in single or agent mode."""
     import env
     import rollout
+    from protocol import chat
 
     try:
-        stop = [env.eot_id(tok)]
+        stop = [chat.eot_id(tok)]
     except ValueError:  # a template without a special end-of-turn token: the sampler's eos applies
         stop = None
     sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens,
@@ -246,7 +247,7 @@ def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, 
     if cfg.mode == "single":
         prompts, owners = [], []
         for task, missing in todo:
-            ids = env.prompt_ids(tok, single_turn_messages(task))
+            ids = chat.prompt_ids(tok, single_turn_messages(task))
             prompts += [ids] * len(missing)
             owners += [(task, i) for i in missing]
         for (task, i), s in zip(owners, sampler.generate(prompts, sampling)):

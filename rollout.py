@@ -31,8 +31,10 @@ builds one token sequence per episode without ever re-encoding text:
 
     token_ids = prompt_ids(messages) + y_1 + obs_1 + y_2 + obs_2 + ... + y_T
     loss_mask = 1 exactly on every y_t (a sampled end-of-turn token included); Turn.span = y_t's range
-    obs_t     = env.observation_ids: the template delta (end-of-turn if y_t lacks it, user message,
+    obs_t     = protocol.chat.observation_ids: the template delta (end-of-turn if y_t lacks it, user message,
                 assistant header)
+
+`replay(task, responses, tokenizer, **cfg)` pushes scripted responses through this loop as if sampled.
 
     python -c "import rollout, env, tasks; m, tok = rollout.load_model('smollm2-135m'); \
       g = rollout.rollout(tasks.load('data/tasks.jsonl')[:2], rollout.HFSampler(m, tok), tok, \
@@ -62,6 +64,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 import credit
 import env
 import sandbox
+from protocol import chat
 from tasks import Task
 
 ALIASES = {
@@ -423,7 +426,7 @@ class ScriptedSampler(_Awake):
     prompt is matched to its episode by token prefix: a continuing episode's prompt extends the
     ids it had after its last response (prompt + response + observation); a prompt that extends
     none starts the next unstarted script. Like a real sampler it cuts at max_tokens ("length").
-    Used by env.replay, tests, benchmarks and teaching.
+    Used by replay() (below), tests, benchmarks and teaching.
     """
 
     def __init__(self, tokenizer, scripts: list[list[str]]):
@@ -515,14 +518,14 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
     stats = {} if stats is None else stats
     if n < 1:
         raise ValueError(f"rollout: n={n}; pass n >= 1 episodes per task")
-    eot = env.eot_id(tokenizer)
+    eot = chat.eot_id(tokenizer)
     if sampling.stop_token_ids is None:
         sampling = replace(sampling, stop_token_ids=[eot])
     runs = []
     for task in tasks:
         for _ in range(n):
             ep = env.Episode(task, env_cfg)
-            ids = env.prompt_ids(tokenizer, ep.messages)
+            ids = chat.prompt_ids(tokenizer, ep.messages)
             runs.append(_Run(ep, ids, [0] * len(ids), [0.0] * len(ids), prompt_tokens=len(ids)))
             if len(ids) >= env_cfg.max_total_tokens:
                 raise ValueError(f"task {task.id}: the prompt has {len(ids)} tokens, max_total_tokens is "
@@ -561,9 +564,11 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
             for r, job in zip(live, jobs):
                 v = next(verdicts) if job is not None else None
                 msg = r.episode.observe(v)
-                r.truncated = _cut_reason(r, msg, v, env_cfg)
+                # cut by the token cap, or by the turn limit (not by finish or passing tests)
+                r.truncated = ("length" if r.finish_reasons[-1] == "length" else
+                               "max_turns" if r.episode.ended == "turn limit reached" else "")
                 if msg is not None and not r.truncated:
-                    obs = env.observation_ids(tokenizer, msg, ended_with_eot=r.token_ids[-1] == eot)
+                    obs = chat.observation_ids(tokenizer, msg, ended_with_eot=r.token_ids[-1] == eot)
                     if len(r.token_ids) + len(obs) >= env_cfg.max_total_tokens:
                         r.truncated = "total_tokens"  # not even one response token would fit after it
                     else:
@@ -615,13 +620,9 @@ def _grade(jobs, env_cfg: env.EnvConfig):
     return sandbox.grade_many(jobs, env_cfg.sandbox_workers)
 
 
-def _cut_reason(r: _Run, msg: str | None, verdicts, cfg: env.EnvConfig) -> str:
-    if r.finish_reasons[-1] == "length":
-        return "length"
-    if msg is not None:
-        return ""
-    turn, task = r.episode.turns[-1], r.episode.task
-    finished = "finish" in turn.action.split(",")
-    passed = (cfg.stop_when_public_pass and verdicts is not None and len(verdicts) >= len(task.public_tests)
-              and all(v.passed for v in verdicts))
-    return "" if finished or passed else "max_turns"
+def replay(task: Task, responses: list[str], tokenizer, **cfg) -> env.Trajectory:
+    """Push scripted responses through the rollout loop as if sampled; cfg are EnvConfig fields."""
+    env_cfg = env.make_config(**cfg)
+    sampler = ScriptedSampler(tokenizer, [list(responses)])
+    sampling = Sampling(max_tokens=env_cfg.max_response_tokens)
+    return rollout([task], sampler, tokenizer, env_cfg, n=1, sampling=sampling)[0][0]

@@ -16,6 +16,11 @@ averaging is switched off: the objective is a mean over every response token of
 the whole batch, so neither the micro-batch size nor the world size may change
 it. Each rank sums its token losses / global_tokens; gradients are then summed
 (not averaged) across ranks.
+
+`python train.py --help` lists every Config field with its meaning and default. What the loop calls
+but a reader of the method need not read is in trainer/: log.py (config.json, metrics.jsonl, the
+step table), checkpoint.py (DCP save, exact resume, the HF export), fsdp.py (sharding, loading from
+rank 0), hardware.py (CPU bf16, the attention kernel).
 """
 
 from __future__ import annotations
@@ -23,18 +28,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime
-import functools
-import inspect
 import json
 import os
-import platform
 import random
-import shutil
 import socket
-import subprocess
 import sys
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,18 +45,15 @@ os.environ.setdefault("MKL_DYNAMIC", "FALSE")
 
 import torch
 import torch.distributed as dist
-import typer
-from rich.console import Console
-from rich.table import Table
 
+import cli
 import didpo
 import env as envlib
 import rollout
 import tasks as tasklib
-
-# Wide enough for the step table even when stderr is a pipe (CI, `| tee`), where rich would assume 80.
-console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
-
+from trainer import checkpoint, fsdp
+from trainer.hardware import attention, cpu_bf16_is_fast
+from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
 
@@ -67,69 +63,69 @@ class Config:
     # model
     model: str = "smollm2-135m"  # local dir, hub id, alias (Qwen2.5-7B-Coder) or smollm2-135m
     dtype: str = "auto"  # auto: bf16 on GPU; on CPU bf16 autocast where bf16 is fast (AMX, AVX512-BF16), else fp32
-    activation_checkpointing: bool = False
+    activation_checkpointing: bool = False  # recompute decoder layers in backward: memory for time
     # data
-    tasks: str = "data/tasks.jsonl"
+    tasks: str = "data/tasks.jsonl"  # task file (tasks.py's JSONL format)
     difficulty: str = "trivial"  # comma list of meta.difficulty to keep; "" keeps all
     tasks_per_step: int = 2  # task groups per optimizer step (whole batch, all ranks)
     group_size: int = 8  # G: trajectories per task; at G = 4 the 135M model shares no sub-diff (no anchors)
     # rollout
     sampler: str = "hf"  # hf | vllm
     temperature: float = 0.7  # 1.0 makes a 135M model ramble (and no two answers share a line); the 7B uses 1.0
-    top_p: float = 1.0
+    top_p: float = 1.0  # nucleus sampling; 1.0 samples the full distribution
     max_turns: int = 1  # the 135M model ignores test feedback; its 2nd turns are prose that anchors nothing
     max_response_tokens: int = 100  # per turn
     max_total_tokens: int = 2048  # prompt + all turns of one episode
-    gpu_memory_utilization: float = 0.7
+    gpu_memory_utilization: float = 0.7  # vllm: share of GPU memory for its weights and KV cache
     # environment
-    reward: str = "binary"  # binary | fraction
-    invalid_penalty: float = 0.01
-    shaping_coef: float = 0.0
-    stop_when_public_pass: bool = False
+    reward: str = "binary"  # binary (all hidden tests pass) | fraction (share passed)
+    invalid_penalty: float = 0.01  # subtracted from r_t when a turn has no valid action
+    shaping_coef: float = 0.0  # c in r_t = c·(Φ_t − Φ_{t−1}), Φ the public pass rate; 0 = off
+    stop_when_public_pass: bool = False  # end an episode as soon as every public test passes
     # algorithm
     algo: str = "didpo"  # grpo | gigpo | didpo
     baseline: str = "ridge"  # ridge | contrast | group_mean (the reference estimator); bench/credit.py compares them
     norm: str = "mean_norm"  # mean_norm | mean_std_norm
-    gamma: float = 0.95
-    lam: float = 1.0
+    gamma: float = 0.95  # discount of step returns G_{i,t}
+    lam: float = 1.0  # λ in Â = A^E + λ·A^D
     eta: float = 1.0  # straggler merging off: at 0.8 it joins correct and buggy versions (bench/credit.py)
-    s0: float = 8.0
-    g0: float = 8.0
-    K: int = 64
+    s0: float = 8.0  # size scale of φ(L) in the groupability score
+    g0: float = 8.0  # group-size scale of ψ(n) in the groupability score
+    K: int = 64  # at most this many anchors per task group
     dynamic_sampling: bool = False  # DAPO: drop groups whose rewards are all equal, keep sampling
-    max_gen_batches: int = 4
+    max_gen_batches: int = 4  # DAPO: rollout batches per step at most
     # loss
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    dual_clip: float = 3.0
-    kl_coef: float = 0.0
-    entropy_coef: float = 0.001
+    clip_low: float = 0.2  # ε_low: ratio floor 1 − ε_low
+    clip_high: float = 0.28  # ε_high: ratio ceiling 1 + ε_high (clip-higher, DAPO)
+    dual_clip: float | None = 3.0  # c > 1 bounds the loss of A < 0 tokens at c·|A|; none turns it off
+    kl_coef: float = 0.0  # β of the k3 KL to a frozen reference; 0: no reference model
+    entropy_coef: float = 0.001  # α: loss −= α·entropy
     loss_agg: str = "token-mean"  # token-mean | seq-mean-token-mean
     tis_cap: float = 0.0  # truncated importance sampling cap on sampler/learner ratio; 0 = off
     # optimizer
     lr: float = 5e-5  # the embedded default; at 1e-5 three steps move nothing
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
+    weight_decay: float = 0.0  # AdamW
+    grad_clip: float = 1.0  # max global gradient norm
     micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
     micro_batch_tokens: int = 4096  # tokens per micro-batch (B x T_max; packed: their sum), longest first (verl)
-    # auto | on | off: a micro-batch's sequences in one padding-free row (exact: no token sees another's).
-    # auto = on where flash-attn is installed (varlen kernel). sdpa runs the row's whole N x N attention under
-    # a block-diagonal mask: 0.59x the padded tokens/s on CPU (bench/gpu_learner.py, pack compare rows).
-    pack: str = "auto"
+    pack: str = "auto"  # auto | on | off: a micro-batch's sequences in one padding-free row (exact: no token
+                        # sees another's). auto = on where flash-attn is installed (varlen kernel). sdpa runs the
+                        # row's N x N attention under a block-diagonal mask: 0.59x the padded tokens/s on CPU
+                        # (bench/gpu_learner.py, pack compare rows).
     ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
     ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)
     logprob_chunk: int = 1024  # tokens per lm_head chunk: full-vocab fp32 logits never exist for a whole sequence
     # run
-    steps: int = 3
-    seed: int = 0
-    out: str = "runs/default"
+    steps: int = 3  # optimizer steps (a resumed run continues up to this many)
+    seed: int = 0  # task order, sampling, initial RNG: same seed, same run
+    out: str = "runs/default"  # run directory: config.json, metrics.jsonl, groups/, checkpoints/, export/
     save_every: int = 0  # 0: only at the end
-    keep_last: int = 2
+    keep_last: int = 2  # checkpoints kept
     resume: str = ""  # "" | auto | path to a checkpoint dir
     export: str = ""  # HF export dir; default OUT/export
-    save_groups: int = 1  # groups per step written to OUT/groups/step_N.jsonl (credit.py explain reads one group)
-    wandb: bool = False
-    tensorboard: bool = False
+    save_groups: int = 1  # groups per step written to OUT/groups/step_N.jsonl (python -m tools.explain reads one)
+    wandb: bool = False  # also log to Weights & Biases
+    tensorboard: bool = False  # also log to OUT/tb
 
 
 # The reference's published hyperparameters for Qwen2.5-Coder (DESIGN.md §5).
@@ -153,29 +149,7 @@ CHOICES = dict(sampler=("hf", "vllm"), reward=("binary", "fraction"), algo=("grp
 
 def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
     """Defaults < model preset < config file < command-line flags."""
-    file_values = {}
-    if config_file:
-        path = Path(config_file)
-        if not path.is_file():
-            raise ValueError(f"config file {config_file} does not exist; pass a .yaml or .toml file")
-        try:
-            if path.suffix == ".toml":
-                file_values = tomllib.loads(path.read_text())
-            else:
-                import yaml
-
-                file_values = yaml.safe_load(path.read_text()) or {}
-        except Exception as e:  # noqa: BLE001 - any parse error becomes one line
-            raise ValueError(f"config file {config_file} does not parse ({type(e).__name__}); fix its syntax") from None
-        if not isinstance(file_values, dict):
-            raise ValueError(f"config file {config_file} must hold a mapping of Config fields")
-        names = {f.name for f in dataclasses.fields(Config)}
-        if unknown := sorted(set(file_values) - names):
-            import difflib
-
-            hint = difflib.get_close_matches(unknown[0], names, n=1)
-            raise ValueError(f"config file {config_file}: unknown field {unknown[0]!r}"
-                             + (f"; did you mean {hint[0]!r}?" if hint else ""))
+    file_values = cli.read_file(config_file, Config) if config_file else {}
     model = overrides.get("model") or file_values.get("model") or Config.model
     values = {**PRESETS.get(model, {}), **file_values, **overrides}
     cfg = Config(**values)
@@ -188,6 +162,8 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")
     if cfg.micro_batch_tokens < 0:
         raise ValueError(f"--micro-batch-tokens must be >= 0 (0: use --micro-batch-size), got {cfg.micro_batch_tokens}")
+    if cfg.dual_clip is not None and cfg.dual_clip <= 1:
+        raise ValueError(f"--dual-clip {cfg.dual_clip} must be > 1, or none to turn it off")
     return cfg
 
 
@@ -247,11 +223,6 @@ def shutdown() -> None:
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
-
-
-def print0(*args, **kwargs):
-    if dist.get_rank() == 0:
-        console.print(*args, **kwargs)
 
 
 # ----------------------------------------------------------------------------- learner
@@ -319,39 +290,12 @@ def _chunk_logprobs(head, h, targets, entropy: bool):
     return lp, logz - (p * logits).sum(-1)
 
 
-@functools.cache
-def cpu_bf16_is_fast() -> bool:
-    """Whether this CPU multiplies bf16 matrices clearly faster than fp32 (AMX, AVX512-BF16). Elsewhere
-    oneDNN emulates bf16, and autocast would only add casts. Measured once, in milliseconds: with AMX
-    a warm bf16 matmul takes 0.27x the fp32 time here, the first calls about 0.55x, hence the warm-up."""
-    a = torch.randn(768, 768)
-
-    def best(x):
-        for _ in range(3):  # warm-up: oneDNN picks and JIT-compiles its kernel on the first calls
-            x @ x
-        times = []
-        for _ in range(10):
-            t = time.perf_counter()
-            x @ x
-            times.append(time.perf_counter() - t)
-        return min(times)
-
-    return best(a.bfloat16()) < 0.6 * best(a)
-
-
 def cpu_autocast(cfg: Config, device: torch.device) -> bool:
     return device.type == "cpu" and cfg.dtype == "auto" and cpu_bf16_is_fast()
 
 
 def compute_bf16(cfg: Config, device: torch.device) -> bool:
     return cfg.dtype == "bfloat16" or (cfg.dtype == "auto" and device.type == "cuda")
-
-
-def attention(device: torch.device) -> str:
-    """flash_attention_2 where flash-attn is installed (requirements-gpu.txt), else torch's sdpa."""
-    from transformers.utils import is_flash_attn_2_available
-
-    return "flash_attention_2" if device.type == "cuda" and is_flash_attn_2_available() else "sdpa"
 
 
 def packs(cfg: Config, device: torch.device) -> bool:
@@ -375,15 +319,10 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     each forward so its full layers never outlive the pass.
     """
     import transformers
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
-    rank = dist.get_rank()
     config = config if config is not None else lm.config
     bf16 = compute_bf16(cfg, device)
     store = torch.bfloat16 if frozen and bf16 else torch.float32
-    offload = frozen and device.type == "cuda"
     with torch.device("meta"):
         shell = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention(device)).to(store)
     if cfg.activation_checkpointing and not frozen:
@@ -398,40 +337,7 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     shell.train(not frozen)
     shell.config.use_cache = False
     policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device), packs(cfg, device))
-    mesh = init_device_mesh(device.type, (world,))
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 \
-        else MixedPrecisionPolicy()
-    kw = dict(mesh=mesh, mp_policy=mp, offload_policy=CPUOffloadPolicy() if offload else OffloadPolicy())
-    for layer in shell.model.layers:
-        fully_shard(layer, **kw)
-    # The root keeps embedding / lm_head gathered after forward by default (backward follows at
-    # once); the reference has no backward, so it frees them.
-    fully_shard(policy, **kw, **({"reshard_after_forward": True} if frozen else {}))
-    # Every collective runs on the training device (NCCL takes CUDA tensors only), so the shards
-    # are allocated there and loaded; an offloaded reference moves to host memory afterwards.
-    policy.to_empty(device=device)
-    full = lm.state_dict() if rank == 0 else {}
-    set_model_state_dict(shell, full, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
-    src = dict(lm.named_buffers()) if rank == 0 else {}
-    for name, buf in shell.named_buffers():
-        if rank == 0:
-            buf.copy_(src[name])
-        dist.broadcast(buf, 0)
-    del full, src
-    if offload:
-        policy.to("cpu")
-        for module in shell.modules():  # buffers stay on the GPU: they are inputs of the forward
-            for name, buf in module.named_buffers(recurse=False):
-                module._buffers[name] = buf.to(device)
-    if frozen:
-        return policy.requires_grad_(False).eval()
-    # Sum gradients across ranks (the loss is already divided by the global token count). Plain
-    # SUM collectives rather than NCCL's PREMUL_SUM, which gloo lacks; a factor of 1 costs nothing.
-    # These setters act on one FSDP module's own parameter group, so set them on every one.
-    for module in [*shell.model.layers, policy]:
-        module.set_gradient_divide_factor(1.0)
-        module.set_force_sum_reduction_for_comms(True)
-    return policy
+    return fsdp.shard(policy, lm, device, world, bf16=bf16, frozen=frozen)
 
 
 def full_named_parameters(policy: Policy):
@@ -549,192 +455,6 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
     return reduce_metrics(metrics, mismatch, sampler_kl, mismatch_n, device)
 
 
-# Per-micro-batch metrics of didpo.policy_loss reduced by extreme value, not token-weighted.
-EXTREMES = {"ratio_min": (min, dist.ReduceOp.MIN), "ratio_max": (max, dist.ReduceOp.MAX)}
-
-
-def accumulate_metrics(metrics: dict, m: dict, w: float, loss: float) -> None:
-    """Add one micro-batch: token-weighted means (w = its tokens / global tokens), extremes over
-    micro-batches that have tokens (a padding micro-batch's ratio 1.0 is no observation)."""
-    for k, v in m.items():
-        if k in EXTREMES:
-            if w > 0:
-                metrics[k] = EXTREMES[k][0](metrics.get(k, float(v)), float(v))
-        elif k not in ("loss", "tokens"):  # the loss itself is already a global sum
-            metrics[k] = metrics.get(k, 0.0) + float(v) * w
-    metrics["loss"] = metrics.get("loss", 0.0) + loss
-
-
-def reduce_metrics(metrics: dict, mismatch: float, sampler_kl: float, mismatch_n: float, device) -> dict:
-    """Across ranks: token-weighted sums SUM, ratio_min MIN, ratio_max MAX, and the sampler-mismatch
-    means as (sum over ranks) / (tokens over ranks), so a rank without tokens does not dilute them.
-    Every tensor lives on the training device (NCCL serves only CUDA tensors)."""
-    sums = sorted(k for k in metrics if k not in EXTREMES and k != "grad_norm")
-    packed = torch.tensor([metrics[k] for k in sums] + [mismatch, sampler_kl, mismatch_n], device=device,
-                          dtype=torch.float64)
-    dist.all_reduce(packed)
-    out = dict(zip(sums, packed[: len(sums)].tolist()))
-    mismatch, sampler_kl, mismatch_n = packed[len(sums):].tolist()
-    out["sampler_abs_dlogp"] = mismatch / mismatch_n if mismatch_n else 0.0
-    out["sampler_kl"] = sampler_kl / mismatch_n if mismatch_n else 0.0
-    for k, (_, op) in EXTREMES.items():
-        # A rank without tokens offers the identity of the reduction.
-        ident = float("inf") if op == dist.ReduceOp.MIN else float("-inf")
-        t = torch.tensor(metrics.get(k, ident), device=device, dtype=torch.float64)
-        dist.all_reduce(t, op=op)
-        if abs(float(t)) != float("inf"):
-            out[k] = float(t)
-    out["grad_norm"] = metrics["grad_norm"]
-    return out
-
-
-# ----------------------------------------------------------------------------- checkpoints
-
-
-def _checkpoints(run: Path) -> list[Path]:
-    done = [p for p in run.glob("checkpoints/step_*") if (p / "COMPLETE").exists()]
-    return sorted(done, key=lambda p: int(p.name.split("_")[1]))
-
-
-def save_checkpoint(run: Path, policy, opt, step: int, cursor: int, cfg: Config) -> Path:
-    """DCP of model + optimizer, plus each rank's RNG and the data cursor, written to a temp dir
-    and renamed into place once complete: a kill mid-write leaves the previous checkpoint intact."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_state_dict
-
-    rank = dist.get_rank()
-    final = run / "checkpoints" / f"step_{step}"
-    tmp = run / "checkpoints" / f".step_{step}.tmp"
-    if rank == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-    dist.barrier()
-    model_sd, optim_sd = get_state_dict(policy, opt)
-    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(tmp))
-    rng = {"python": random.getstate(), "torch": torch.get_rng_state(),
-           "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
-    torch.save({"rng": rng, "step": step, "cursor": cursor}, tmp / f"extra_rank{rank}.pt")
-    dist.barrier()
-    if rank == 0:
-        (tmp / "COMPLETE").write_text(json.dumps({"step": step, "world": dist.get_world_size()}))
-        os.replace(tmp, final)
-        for old in _checkpoints(run)[: -cfg.keep_last]:
-            shutil.rmtree(old, ignore_errors=True)
-    dist.barrier()
-    return final
-
-
-def load_checkpoint(path: Path, policy, opt) -> tuple[int, int]:
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-
-    model_sd, optim_sd = get_state_dict(policy, opt)
-    state = {"model": model_sd, "optim": optim_sd}
-    dcp.load(state, checkpoint_id=str(path))
-    set_state_dict(policy, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
-    extra = torch.load(path / f"extra_rank{dist.get_rank()}.pt", weights_only=False)
-    random.setstate(extra["rng"]["python"])
-    torch.set_rng_state(extra["rng"]["torch"])
-    if extra["rng"]["cuda"] is not None:
-        torch.cuda.set_rng_state_all(extra["rng"]["cuda"])
-    return extra["step"], extra["cursor"]
-
-
-def find_resume(run: Path, resume: str) -> Path | None:
-    if not resume:
-        return None
-    if resume != "auto":
-        p = Path(resume)
-        if not (p / "COMPLETE").exists():
-            raise ValueError(f"--resume {resume} is not a complete checkpoint directory; use --resume auto")
-        return p
-    for partial in run.glob("checkpoints/.step_*.tmp"):
-        print0(f"[yellow]ignoring incomplete checkpoint {partial} (killed mid-write)[/]")
-    done = _checkpoints(run)
-    return done[-1] if done else None
-
-
-def export(policy, tokenizer, out: Path, dtype: torch.dtype = torch.float32) -> None:
-    """A Hugging Face directory (safetensors, config, tokenizer, chat template) for transformers,
-    vLLM and `eval.py --model`, in `dtype` with the config's dtype saying so: bf16 for a bf16 run
-    (half the bytes of the fp32 master weights, and vLLM's dtype="auto" would serve an fp32 config
-    in fp16, where Qwen2.5 is fragile)."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    sd = get_model_state_dict(policy.lm, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    if dist.get_rank() == 0:
-        sd = {k: v.to(dtype) if v.is_floating_point() else v for k, v in sd.items()}
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        policy.lm.save_pretrained(tmp, state_dict=sd)
-        # save_pretrained records the module's parameter dtype (the fp32 master weights): say what the file holds.
-        config = copy.deepcopy(policy.lm.config)
-        config.torch_dtype = config.dtype = dtype
-        config.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
-    dist.barrier()
-
-
-# ----------------------------------------------------------------------------- logging
-
-
-def run_info(cfg: Config) -> dict:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(__file__).parent).stdout.strip()
-    except OSError:
-        rev = ""
-    import transformers
-
-    return {"config": dataclasses.asdict(cfg), "git": rev, "python": platform.python_version(),
-            "torch": torch.__version__, "transformers": transformers.__version__, "argv": sys.argv,
-            "world": dist.get_world_size(), "host": platform.node()}
-
-
-COLUMNS = [("step", "step", "{:.0f}"), ("reward", "reward", "{:.3f}"), ("pass", "pass_rate", "{:.2f}"),
-           ("kept", "groups_kept", "{:.0f}"), ("len", "response_len", "{:.0f}"), ("turns", "turns", "{:.1f}"),
-           ("loss", "loss", "{:+.4f}"), ("kl", "kl", "{:.4f}"), ("ent", "entropy", "{:.3f}"),
-           ("clip", "clip_frac", "{:.3f}"), ("gnorm", "grad_norm", "{:.3f}"), ("anch", "anchors", "{:.0f}"),
-           ("cov", didpo.COVERAGE, "{:.2f}"), ("s", "time_step", "{:.1f}")]
-
-
-class Logger:
-    def __init__(self, run: Path, cfg: Config):
-        self.run, self.rows, self.tb, self.wb = run, [], None, None
-        if dist.get_rank() != 0:
-            return
-        if cfg.tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tb = SummaryWriter(run / "tb")
-        if cfg.wandb:
-            import wandb
-
-            self.wb = wandb.init(project="didpo", config=dataclasses.asdict(cfg), dir=str(run))
-
-    def log(self, m: dict) -> None:
-        if dist.get_rank() != 0:
-            return
-        with open(self.run / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(m) + "\n")
-        if self.tb:
-            for k, v in m.items():
-                self.tb.add_scalar(k, v, m["step"])
-        if self.wb:
-            self.wb.log(m, step=int(m["step"]))
-        self.rows.append(m)
-        # One single-row table per step with fixed column widths, so rows line up under the header.
-        table = Table(show_header=len(self.rows) == 1, box=None, pad_edge=False)
-        for name, _, _ in COLUMNS:
-            table.add_column(name, width=8, justify="right", no_wrap=True)
-        table.add_row(*[fmt.format(m[k]) if k in m else "-" for _, k, fmt in COLUMNS])
-        console.print(table)
-        console.print("  time: " + "  ".join(f"{k[5:]} {v:.1f}s" for k, v in m.items()
-                                            if k.startswith("time_") and k != "time_step"), style="dim")
-
-
 # ----------------------------------------------------------------------------- the loop
 
 
@@ -755,21 +475,18 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
 
 def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig,
                  times: dict):
-    """Rollout until this rank has `share` groups (DAPO: skipping all-equal groups) or the limit."""
+    """Rollout until this rank has `share` groups (DAPO: skipping all-equal groups) or the limit.
+    Returns (groups, rollout batches run)."""
     sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens)
     kept, drawn, batches = [], 0, 0
     while len(kept) < share and batches < (cfg.max_gen_batches if cfg.dynamic_sampling else 1):
-        batch = []
-        for _ in range(share - len(kept)):
-            batch.append(tasks[(cursor + drawn) % len(tasks)])
-            drawn += 1
+        batch = [tasks[(cursor + drawn + i) % len(tasks)] for i in range(share - len(kept))]
+        drawn += len(batch)
         groups = rollout.rollout(batch, sampler, tokenizer, env_config(cfg), n=cfg.group_size, sampling=sampling,
                                  progress=None if dist.get_rank() == 0 else False, stats=times)
-        for g in groups:
-            if not cfg.dynamic_sampling or didpo.has_signal(g, acfg):
-                kept.append(g)
+        kept += [g for g in groups if not cfg.dynamic_sampling or didpo.has_signal(g, acfg)]
         batches += 1
-    return kept, drawn, batches
+    return kept, batches
 
 
 def load_learner(cfg: Config, path: str, device, rank: int, world: int):
@@ -848,8 +565,8 @@ def train(cfg: Config) -> Path:
     sampler.sleep()
 
     start, cursor = 0, 0
-    if ckpt := find_resume(run, cfg.resume):
-        start, cursor = load_checkpoint(ckpt, policy, opt)
+    if ckpt := checkpoint.find_resume(run, cfg.resume):
+        start, cursor = checkpoint.load(ckpt, policy, opt)
         print0(f"resumed from {ckpt} at step {start}")
     logger = Logger(run, cfg)
     acfg = adv_config(cfg)
@@ -878,7 +595,7 @@ def train(cfg: Config) -> Path:
         sampler.wake(tags=["kv_cache"])
         t = time.time()
         my_cursor = cursor + rank * window
-        groups, _, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
+        groups, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
         sampler.sleep()
         empty_cache(device)
         times["rollout"] = time.time() - t
@@ -922,17 +639,17 @@ def train(cfg: Config) -> Path:
                         f.write(tr.to_json() + "\n")
         if cfg.save_every and (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps:
             t = time.time()
-            save_checkpoint(run, policy, opt, step + 1, cursor, cfg)
+            checkpoint.save(run, policy, opt, step + 1, cursor, cfg.keep_last)
             times["checkpoint"] = time.time() - t
         m.update({f"time_{k}": v for k, v in times.items()}, time_step=time.time() - t0)
         logger.log(m)
 
-    export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export",
+    checkpoint.export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export",
            dtype=torch.bfloat16 if compute_bf16(cfg, device) else torch.float32)
     print0(f"done: {run}/metrics.jsonl, checkpoints in {run}/checkpoints, export in {cfg.export or run / 'export'}",
            soft_wrap=True)
     if cfg.save_groups:
-        print0(f"credit of the last step: python credit.py explain {run}/groups/step_{cfg.steps}.jsonl"
+        print0(f"credit of the last step: python -m tools.explain {run}/groups/step_{cfg.steps}.jsonl"
                " --html credit.html",
                soft_wrap=True)
     return run
@@ -941,38 +658,24 @@ def train(cfg: Config) -> Path:
 # ----------------------------------------------------------------------------- CLI
 
 
-def _cli() -> typer.Typer:
-    """Every Config field is a flag; click rejects unknown flags and suggests the closest one."""
-    app = typer.Typer(add_completion=False, context_settings={"help_option_names": ["-h", "--help"]})
-    params = [inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                                default=typer.Option(None, help="YAML or TOML file of Config fields"))]
-    for f in dataclasses.fields(Config):
-        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=_annot(f),
-                                        default=typer.Option(None)))
-
-    def main(**kwargs):
-        config_file = kwargs.pop("config")
-        overrides = {k: v for k, v in kwargs.items() if v is not None}
-        try:
-            cfg = resolve_config(overrides, config_file)
-            if not Path(cfg.tasks).exists():
-                raise ValueError(f"--tasks {cfg.tasks} does not exist; pass a task .jsonl file")
-            rollout.resolve(cfg.model)
-            check_run_dir(cfg)
-        except ValueError as e:
-            typer.echo(f"error: {e}", err=True)  # one line, never wrapped
-            raise typer.Exit(2) from None
-        train(cfg)
-        shutdown()  # only after success: a rank that failed must not hold the others in a barrier
-
-    main.__signature__ = inspect.Signature(params)
-    app.command()(main)
-    return app
-
-
-def _annot(f: dataclasses.Field):
-    return {"int": int | None, "float": float | None, "bool": bool | None, "str": str | None}[f.type]
+def main(argv: list[str] | None = None) -> None:
+    """`python train.py --help`: every Config field a flag, with its meaning and default."""
+    values = cli.parse(argv, Config, description="The DiDPO trainer (train.py's docstring has the commands).",
+                       extra=[("--config", dict(metavar="FILE", help="YAML or TOML file of Config fields; "
+                                                "flags override it, it overrides the model's preset"))])
+    config_file = values.pop("config", None)
+    try:
+        cfg = resolve_config(values, config_file)
+        if not Path(cfg.tasks).exists():
+            raise ValueError(f"--tasks {cfg.tasks} does not exist; pass a task .jsonl file")
+        rollout.resolve(cfg.model)
+        check_run_dir(cfg)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)  # one line, never wrapped
+        sys.exit(2)
+    train(cfg)
+    shutdown()  # only after success: a rank that failed must not hold the others in a barrier
 
 
 if __name__ == "__main__":
-    _cli()()
+    main()

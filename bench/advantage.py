@@ -16,7 +16,6 @@ DiDPO/GRPO ratio and the exponent fitted by least squares on log-log.
 
 from __future__ import annotations
 
-import difflib
 import math
 import random
 import re
@@ -30,6 +29,7 @@ import torch  # noqa: E402
 
 import didpo  # noqa: E402
 from env import Trajectory, Turn  # noqa: E402
+from protocol.lines import align  # noqa: E402
 
 _TOK = re.compile(r"\w+|\s+|[^\w\s]")
 
@@ -74,8 +74,7 @@ def make_group(rng: random.Random, task: int, G: int, turns: int = 8) -> list[Tr
             for j in rng.sample(range(n_fn), rng.randint(2, 4)):
                 new = rng.choice(pool[j]) if rng.random() < 0.7 else _variant(rng, fns[j])
                 resp += "solution.py\n```python\n<<<<<<< SEARCH\n" + "\n".join(fns[j]) + "\n=======\n"
-                sm = difflib.SequenceMatcher(None, fns[j], new, autojunk=False)
-                carried = {k for tag, _, _, j1, j2 in sm.get_opcodes() if tag == "equal" for k in range(j1, j2)}
+                carried = {k for tag, _, _, j1, j2 in align(fns[j], new) if tag == "equal" for k in range(j1, j2)}
                 ranges = []
                 for k, line in enumerate(new):
                     ranges.append(None if k in carried else (len(resp), len(resp) + len(line)))

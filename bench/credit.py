@@ -12,7 +12,7 @@ version at random (correct with probability 1/2) and writes it either
     search/replace:  one SEARCH/REPLACE block per region per turn (3 turns, random order),
 each trajectory in one of two writing styles (a comment line and different spacing in the code,
 other prose around it: normalization must see through it), and is replayed through the
-environment (`env.replay`: parsing, edits with provenance, the SmolLM2 tokenizer's tokens,
+environment (`rollout.replay`: parsing, edits with provenance, the SmolLM2 tokenizer's tokens,
 sandboxed tests). Rewards:
     binary:           R = 1 iff every hidden test passes, no step rewards;
     graded per turn:  the same R plus potential-based shaping r_t = Φ(S_t) − Φ(S_{t−1}),
@@ -91,7 +91,6 @@ import transformers  # noqa: E402
 
 import credit  # noqa: E402
 import didpo  # noqa: E402
-import env  # noqa: E402
 import rollout  # noqa: E402
 from tasks import Task, Test  # noqa: E402
 
@@ -510,7 +509,7 @@ def main() -> None:
 
     def run(key):
         task, regions, responses, spans = jobs[key]
-        tr = env.replay(task, responses, tok, max_turns=len(responses), shaping_coef=1.0)
+        tr = rollout.replay(task, responses, tok, max_turns=len(responses), shaping_coef=1.0)
         for t, s, e, _ in spans:
             assert tr.turns[t].response[s:e].startswith("def "), "replay changed the response text"
         binary = copy.deepcopy(tr)
@@ -523,12 +522,12 @@ def main() -> None:
     with ThreadPoolExecutor(2) as pool:
         for key, val in pool.map(run, list(jobs)):
             cache[key] = val
-    print(f"replayed {len(cache)} distinct trajectories (env.replay: tokens, edits, sandbox) "
+    print(f"replayed {len(cache)} distinct trajectories (rollout.replay: tokens, edits, sandbox) "
           f"in {time.perf_counter() - t0:.0f} s")
     sample = [k for k in jobs if k[0] == "messy"][:2] + [k for k in jobs if k[0] == "clean"][:1]
     for key in sample:  # the binary twin is what the environment gives without shaping
         task, regions, responses, _ = jobs[key]
-        b = env.replay(task, responses, tok, max_turns=len(responses), shaping_coef=0.0)
+        b = rollout.replay(task, responses, tok, max_turns=len(responses), shaping_coef=0.0)
         twin = cache[key]["binary"][0]
         assert b.reward == twin.reward and [t.reward for t in b.turns] == [t.reward for t in twin.turns]
         assert [t.public for t in b.turns] == [t.public for t in twin.turns]  # per-test results: both run them

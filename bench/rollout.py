@@ -5,7 +5,7 @@
     python bench/rollout.py --prompts 8 --max-tokens 64 --samplers hf
 
 The prompts are the first-turn prompts of data/tasks.jsonl as the rollout loop renders them
-(env.prompt_ids), sampled at temperature 1 with the end-of-turn stop on. tokens/s = sampled
+(protocol.chat.prompt_ids), sampled at temperature 1 with the end-of-turn stop on. tokens/s = sampled
 tokens (all prompts) / wall seconds of one generate call for the whole batch, after one warm-up
 call; the vLLM engine's start-up is reported apart. HF runs the model in fp32 (the CPU default),
 vLLM in bf16 (its CPU default for this model).
@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 import env  # noqa: E402
 import rollout  # noqa: E402
 import tasks  # noqa: E402
+from protocol import chat  # noqa: E402
 
 
 def timed(sampler, prompts, sampling) -> tuple[int, float]:
@@ -47,7 +48,7 @@ def main(argv=None) -> int:
 
     model, tok = rollout.load_model(args.model)
     ts = tasks.load(str(ROOT / "data" / "tasks.jsonl"))
-    prompts = [env.prompt_ids(tok, env.Episode(ts[i % len(ts)]).messages) for i in range(args.prompts)]
+    prompts = [chat.prompt_ids(tok, env.Episode(ts[i % len(ts)]).messages) for i in range(args.prompts)]
     sampling = rollout.Sampling(temperature=1.0, max_tokens=args.max_tokens, seed=0)
     print(f"{args.model}: {len(prompts)} prompts of {min(map(len, prompts))}-{max(map(len, prompts))} tokens, "
           f"up to {args.max_tokens} new tokens each")

@@ -12,6 +12,8 @@ list[int] / list[float] / list[str] (comma-separated: --k 1,5). Fields of other 
 flags. `extra` adds plain argparse options: (flag, kwargs) pairs. Bad input is one line on stderr,
 `error: ...` (an unknown flag names the closest one), and exit code 2.
 
+`read_file(path, cls)`: {field: value} from a YAML or TOML file of `cls` fields, for the caller to merge
+under the command-line flags; a missing file, a syntax error or an unknown field is one ValueError line.
 `git_revision()`: the commit of this checkout (`git rev-parse HEAD`), or "unknown"; run logs record it.
 """
 
@@ -142,6 +144,32 @@ def _or_none(convert):
 def parse(argv: list[str] | None, *classes, extra=(), description: str | None = None) -> dict:
     """{field: value} of the flags given in argv (sys.argv[1:] when None); see the module docstring."""
     return vars(parser(*classes, extra=extra, description=description).parse_args(argv))
+
+
+def read_file(path: str | Path, cls) -> dict:
+    """{field: value} of a YAML (.yaml / .yml) or TOML (.toml) file of `cls` fields; see the module docstring."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist; pass a .yaml or .toml file")
+    try:
+        if path.suffix == ".toml":
+            import tomllib
+
+            values = tomllib.loads(path.read_text())
+        else:
+            import yaml
+
+            values = yaml.safe_load(path.read_text()) or {}
+    except Exception as e:  # noqa: BLE001 - any parse error becomes one line
+        raise ValueError(f"config file {path} does not parse ({type(e).__name__}); fix its syntax") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"config file {path} must hold a mapping of {cls.__name__} fields")
+    names = [f.name for f in dataclasses.fields(cls)]
+    if unknown := sorted(set(values) - set(names)):
+        hint = difflib.get_close_matches(unknown[0], names, n=1)
+        raise ValueError(f"config file {path}: unknown field {unknown[0]!r}"
+                         + (f"; did you mean {hint[0]!r}?" if hint else ""))
+    return values
 
 
 def git_revision(path: str | Path | None = None) -> str:

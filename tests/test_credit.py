@@ -148,12 +148,12 @@ def test_explain_renders_terminal_and_html(tmp_path, tiny_tokenizer):
     path = tmp_path / "group.jsonl"
     path.write_text("".join(tr.to_json() + "\n" for tr in group))
     out = tmp_path / "credit.html"
-    proc = subprocess.run([sys.executable, "credit.py", "explain", str(path), "--html", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "tools.explain", str(path), "--html", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "trajectory 4" in proc.stdout and "⟦a" in proc.stdout and "anchors" in proc.stdout
     page = out.read_text()
     assert page.startswith("<!doctype html>") and page.count("class='a'") >= 5 and "s = a+b" in page
-    bad = subprocess.run([sys.executable, "credit.py", "explain", str(tmp_path / "missing.jsonl")],
+    bad = subprocess.run([sys.executable, "-m", "tools.explain", str(tmp_path / "missing.jsonl")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "does not exist" in bad.stderr + bad.stdout

@@ -10,8 +10,10 @@ import torch
 import credit
 import didpo
 import env
+import rollout
 import sandbox
 import tasks
+from protocol import chat
 from tools import explain
 
 STUBS = "def f(a, b):\n    pass\n\n\ndef g(x):\n    pass\n"
@@ -43,9 +45,9 @@ def build(tok, responses: list[str], rewards: list[float], R: float, files=None)
     ok = [tasks.Test("assert", "assert True")]
     task = tasks.Task(id="t", prompt="p", files=files or {"solution.py": STUBS}, public_tests=ok, hidden_tests=ok)
     ep = env.Episode(task, env.EnvConfig(max_turns=len(responses)))
-    ids = env.prompt_ids(tok, ep.messages)
+    ids = chat.prompt_ids(tok, ep.messages)
     mask = [0] * len(ids)
-    eot = env.eot_id(tok)
+    eot = chat.eot_id(tok)
     for k, (resp, r) in enumerate(zip(responses, rewards)):
         rid = tok.encode(resp, add_special_tokens=False)
         text, offsets = credit.token_offsets(tok, rid)
@@ -57,7 +59,7 @@ def build(tok, responses: list[str], rewards: list[float], R: float, files=None)
         mask += [1] * (len(rid) + 1)
         turn.span, turn.offsets, turn.reward = (a, len(ids)), offsets + [(len(text), len(text))], r
         if k + 1 < len(responses):
-            obs = env.observation_ids(tok, turn.observation, ended_with_eot=True)
+            obs = chat.observation_ids(tok, turn.observation, ended_with_eot=True)
             ids += obs
             mask += [0] * len(obs)
     return env.Trajectory(task_id="t", token_ids=ids, loss_mask=mask, turns=ep.turns, reward=R)
@@ -325,12 +327,12 @@ def test_values_under_the_mask_change_nothing():
 
 
 def test_replayed_group_puts_credit_on_the_correct_function(tiny_tokenizer):
-    """End to end: env.replay (rollout loop, sandbox rewards, the sampled tokens' offsets) into didpo."""
+    """End to end: rollout.replay (rollout loop, sandbox rewards, the sampled tokens' offsets) into didpo."""
     hidden = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
     task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=hidden[:1],
                       hidden_tests=hidden)
     combos = [(F_OK, G_OK), (F_OK, G_BAD), (F_BAD, G_OK), (F_BAD, G_BAD)]
-    group = [env.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in combos]
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in combos]
     assert [tr.reward for tr in group] == [1.0, 0.0, 0.0, 0.0]
     advs = didpo.compute_advantages(group, didpo.AdvConfig())
     _masked_zero(group, advs)
@@ -359,7 +361,7 @@ def test_ridge_beats_contrast_on_a_messy_scenario():
         group = []
         for _ in range(32):
             responses, spans = bench.messy_script(regions, bench.plan("imbalanced SR", regions, rng, public_ok))
-            group.append((env.replay(task, responses, tok, max_turns=len(responses)), spans))
+            group.append((rollout.replay(task, responses, tok, max_turns=len(responses)), spans))
         if didpo.has_signal([tr for tr, _ in group], didpo.AdvConfig()):
             groups.append(group)
     ridge, _ = bench.measure(groups, didpo.AdvConfig())
@@ -375,7 +377,7 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
                       hidden_tests=public)
     f_ok2, f_bad2 = F_OK.replace("a+b", "b+a"), F_BAD.replace("a-b", "a*b")
     combos = [(F_OK, G_OK), (f_ok2, G_BAD), (F_BAD, G_OK), (f_bad2, G_OK)]
-    group = [env.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in combos]
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in combos]
     assert [tr.reward for tr in group] == [1.0, 0.0, 0.0, 0.0]
     assert list(group[1].turns[0].public.values()) == [True, False]  # as the model saw the tests
     t = group[1].turns[0]

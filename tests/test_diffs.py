@@ -8,6 +8,7 @@ import random
 
 import pytest
 import unidiff
+from rapidfuzz import fuzz
 
 import diffs
 import env
@@ -19,6 +20,32 @@ F_OK = "def f(a, b):\n    s = a+b\n    return s\n"
 F_BAD = "def f(a, b):\n    s = a-b\n    return s\n"
 G_OK = "def g(x):\n    y = x*3\n    return y\n"
 G_BAD = "def g(x):\n    y = x*4\n    return y\n"
+
+
+def similarity(a: str, b: str) -> float:
+    """What diffs' clustering compares (rapidfuzz's normalized Indel similarity), as a number in [0, 1]."""
+    return fuzz.ratio(a, b) / 100.0
+
+
+def _range(start: int, stop: int) -> str:  # the @@ range format of difflib / GNU diff
+    length = stop - start
+    return f"{start + 1}" if length == 1 else f"{start + (length > 0)},{length}"
+
+
+def unified(path: str, before: str, after: str, context: int = 3) -> str:
+    """diffs.hunks written as a unified diff (--- a/path, +++ b/path, @@ hunks), "" if unchanged."""
+    a, b = diffs.lines_of(before), diffs.lines_of(after)
+    out = []
+    for h in diffs.hunks(path, before, after, context):
+        out.append(f"@@ -{_range(*h.src)} +{_range(*h.dst)} @@\n")
+        out += [f"{t}{a[i] if t != '+' else b[j]}\n" for t, i, j in h.lines]
+    return f"--- a/{path}\n+++ b/{path}\n" + "".join(out) if out else ""
+
+
+def file_diff(path: str, before: str, after: str, context: int = 3) -> unidiff.PatchedFile | None:
+    """That text parsed with unidiff; None if the file did not change."""
+    text = unified(path, before, after, context)
+    return unidiff.PatchSet(text)[0] if text else None
 
 
 def episode_turns(responses: list[str], files: dict[str, str] | None = None) -> list[env.Turn]:
@@ -68,7 +95,7 @@ def test_hunks_are_what_unidiff_parses_and_rebuild_the_new_file():
                 del new[j]
         before, after = "\n".join(base) + "\n", "\n".join(new) + "\n"
         hs = diffs.hunks("p.py", before, after)
-        parsed = diffs.file_diff("p.py", before, after)
+        parsed = file_diff("p.py", before, after)
         assert [[(ln.line_type, (ln.source_line_no or 0) - 1, (ln.target_line_no or 0) - 1) for ln in h]
                 for h in parsed] == [h.lines for h in hs]
         # old lines outside hunks + hunk content rebuild the new file exactly
@@ -83,14 +110,14 @@ def test_hunks_are_what_unidiff_parses_and_rebuild_the_new_file():
 def test_single_change_matches_difflib_text():
     before, after = "a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nD\ne\nf\ng\nh\nz\n"
     want = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a/p.py", "b/p.py"))
-    assert diffs.unified("p.py", before, after) == want
-    assert isinstance(diffs.file_diff("p.py", before, after), unidiff.PatchedFile)
+    assert unified("p.py", before, after) == want
+    assert isinstance(file_diff("p.py", before, after), unidiff.PatchedFile)
 
 
 def test_failed_edit_has_no_diff_and_no_candidates():
     (t,) = episode_turns([sr("    not in the file\n", "    s = 1\n")])
     assert not t.applied
-    assert diffs.turn_diff(t) == [] and diffs.candidates(t, 0, 0) == []
+    assert diffs.turn_hunks(t) == [] and diffs.candidates(t, 0, 0) == []
 
 
 def test_candidates_carry_exact_char_ranges_from_origin():
@@ -135,7 +162,7 @@ def test_normalization():
 
 
 def test_similarity_and_groupability_by_hand():
-    assert diffs.similarity("abcd", "abce") == pytest.approx(0.75)   # 1 - 2/8
+    assert similarity("abcd", "abce") == pytest.approx(0.75)   # 1 - 2/8
     assert diffs.groupability(8, 1) == 0.0
     assert diffs.groupability(8, 9) == pytest.approx((1 - math.exp(-1)) ** 2)
     assert diffs.groupability(8, 9, form="log") == pytest.approx(math.log(2) ** 2)
@@ -164,7 +191,7 @@ def test_straggler_attaches_to_its_representative_not_transitively():
     base = "total_value = a + b"
     near = base + " + 0"                      # sim(base, near) = 0.95
     far = near + " + 1 + 2"                   # sim(near, far) = 0.85, sim(base, far) = 0.76
-    assert diffs.similarity(near, far) >= 0.8 > diffs.similarity(base, far)
+    assert similarity(near, far) >= 0.8 > similarity(base, far)
     cands = [_sub(base, 0), _sub(base, 1), _sub(near, 2), _sub(far, 3), _sub("other", 4)]
     clusters, merged = diffs.cluster(cands, n_trajs=6)
     by_text = {c.text: sorted(c.trajs) for c in clusters}
@@ -177,7 +204,7 @@ def test_straggler_attaches_to_its_representative_not_transitively():
 def test_groups_are_never_fused_even_through_their_parts():
     twin_a, twin_b = "return total_value + 1", "return total_value - 1"
     cands = [_sub(twin_a, 0), _sub(twin_a, 1), _sub(twin_b, 2), _sub(twin_b, 3)]
-    assert diffs.similarity(twin_a, twin_b) > 0.9
+    assert similarity(twin_a, twin_b) > 0.9
     assert sorted(sorted(c.trajs) for c in diffs.cluster(cands, 6)[0]) == [[0, 1], [2, 3]]
     # a rare combination (hunk) that swaps a group-forming block for another never joins a common one
     pa, pb = ("add", "p.py", "A-ok"), ("add", "p.py", "A-bad")
@@ -185,7 +212,7 @@ def test_groups_are_never_fused_even_through_their_parts():
     hunk_ok = "A-ok\n" + "shared line of code\n" * 6
     hunks = [_sub(hunk_ok, 0, [pa]), _sub(hunk_ok, 1, [pa]), _sub(hunk_ok.replace("ok", "bad"), 2, [pb])]
     clusters, merged = diffs.cluster(parts + hunks, 6)
-    assert merged == 0 and diffs.similarity(hunk_ok, hunk_ok.replace("ok", "bad")) > 0.8
+    assert merged == 0 and similarity(hunk_ok, hunk_ok.replace("ok", "bad")) > 0.8
 
 
 def test_straggler_never_makes_an_anchor_universal():

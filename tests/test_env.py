@@ -12,8 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import env
+import rollout
 import sandbox
 import tasks
+from protocol import chat
 from tasks import Task
 from tasks import Test as Case  # not Test*: pytest would try to collect it
 
@@ -591,23 +593,23 @@ def tokenizers(tiny):
 
 def test_prompt_and_observation_ids_equal_the_template_rendering(tiny_tokenizer):
     for tok in tokenizers(tiny_tokenizer):
-        eot = env.eot_id(tok)
+        eot = chat.eot_id(tok)
         assert eot == tok.convert_tokens_to_ids("<|im_end|>")
         msgs = env.Episode(make_task()).messages
-        ids = env.prompt_ids(tok, msgs)
+        ids = chat.prompt_ids(tok, msgs)
         full_text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         assert ids == tok.encode(full_text, add_special_tokens=False)
         conv = list(msgs)
         for reply, obs in [("Fix: `x` → é 🎉\n```python\nx=1\n```", "Public tests: 0/2 passed.\n日本"),
                            ("run tests", "ok")]:
             sampled = tok.encode(reply, add_special_tokens=False)
-            ids = ids + sampled + [eot] + env.observation_ids(tok, obs, ended_with_eot=True)
+            ids = ids + sampled + [eot] + chat.observation_ids(tok, obs, ended_with_eot=True)
             conv += [{"role": "assistant", "content": reply}, {"role": "user", "content": obs}]
             golden = tok.encode(tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=True),
                                 add_special_tokens=False)
             assert ids == golden
-        delta = env.observation_ids(tok, "obs", ended_with_eot=False)
-        assert delta[0] == eot and delta[1:] == env.observation_ids(tok, "obs", ended_with_eot=True)
+        delta = chat.observation_ids(tok, "obs", ended_with_eot=False)
+        assert delta[0] == eot and delta[1:] == chat.observation_ids(tok, "obs", ended_with_eot=True)
 
 
 def test_token_helpers_refuse_a_template_without_a_special_end_of_turn(tiny_tokenizer):
@@ -616,7 +618,7 @@ def test_token_helpers_refuse_a_template_without_a_special_end_of_turn(tiny_toke
     tok.chat_template = ("{% for m in messages %}{{ m['role'] + ': ' + m['content'] + '\\n' }}{% endfor %}"
                          "{% if add_generation_prompt %}assistant: {% endif %}")
     with pytest.raises(ValueError, match="special token"):
-        env.observation_ids(tok, "obs", ended_with_eot=True)
+        chat.observation_ids(tok, "obs", ended_with_eot=True)
 
 
 # --- replay (the rollout loop with a scripted sampler) --------------------------------------------
@@ -625,10 +627,10 @@ def test_token_helpers_refuse_a_template_without_a_special_end_of_turn(tiny_toke
 def test_replay_builds_a_token_exact_trajectory(tiny_tokenizer):
     task = secret_task()
     responses = ["run tests", "```python\nimport sys\nprint(sys.stdin.read().strip()[::-1])\n```", "finish"]
-    traj = env.replay(task, responses, tiny_tokenizer, max_turns=4)
+    traj = rollout.replay(task, responses, tiny_tokenizer, max_turns=4)
     assert [t.response for t in traj.turns] == responses and traj.reward == 1.0
     assert len(traj.token_ids) == len(traj.loss_mask)
-    eot = env.eot_id(tiny_tokenizer)
+    eot = chat.eot_id(tiny_tokenizer)
     for t in traj.turns:
         a, b = t.span
         ids = traj.token_ids[a:b]
@@ -637,12 +639,12 @@ def test_replay_builds_a_token_exact_trajectory(tiny_tokenizer):
     masked = {j for t in traj.turns for j in range(*t.span)}
     assert [int(j in masked) for j in range(len(traj.token_ids))] == traj.loss_mask
     # the whole sequence is prompt, then per turn the sampled ids and the observation's template delta
-    ids = env.prompt_ids(tiny_tokenizer, env.Episode(task).messages)
+    ids = chat.prompt_ids(tiny_tokenizer, env.Episode(task).messages)
     for t in traj.turns:
         assert t.span[0] == len(ids)
         ids = ids + traj.token_ids[t.span[0]:t.span[1]]
         if t is not traj.turns[-1]:
-            ids += env.observation_ids(tiny_tokenizer, t.observation, ended_with_eot=ids[-1] == eot)
+            ids += chat.observation_ids(tiny_tokenizer, t.observation, ended_with_eot=ids[-1] == eot)
         check_turn(t)
     assert ids == traj.token_ids
     assert [t.reward for t in traj.turns] == [0.0, 0.0, 0.0] and "Public tests: 0/2" in traj.turns[0].observation
@@ -675,7 +677,7 @@ def test_hack_rate_counts_a_gamed_trajectory(tiny_tokenizer):
     task = tasks.load("data/tasks.jsonl")[0]  # didpo/add
     honest = "```python\ndef add(a, b):\n    return a + b\n```"
     gamed = "```python\nclass E:\n    def __eq__(self, o):\n        return True\ndef add(a, b):\n    return a + b\n```"
-    trajs = [env.replay(task, [r, "finish"], tiny_tokenizer, max_turns=2) for r in (honest, gamed)]
+    trajs = [rollout.replay(task, [r, "finish"], tiny_tokenizer, max_turns=2) for r in (honest, gamed)]
     assert [t.reward for t in trajs] == [1.0, 1.0] and [t.hack for t in trajs] == [False, True]
     assert env.hack_rate(trajs) == 0.5 and env.hack_rate(trajs[:1]) == 0.0
     assert env.Trajectory.from_json(trajs[1].to_json()).hack is True

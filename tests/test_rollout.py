@@ -19,6 +19,7 @@ import env
 import rollout
 import sandbox
 import tasks
+from protocol import chat
 from rollout import HFSampler, Sample, Sampling, ScriptedSampler
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "tasks.jsonl"
@@ -72,8 +73,8 @@ def check_layout(traj: env.Trajectory, task, tokenizer, recorder: Recorder | Non
     """Every token-layout property the trainer and credit.py rely on (DESIGN.md §2, §4)."""
     ids, mask, lps = traj.token_ids, traj.loss_mask, traj.sampler_logprobs
     assert len(ids) == len(mask) == len(lps)
-    eot = env.eot_id(tokenizer)
-    prompt = env.prompt_ids(tokenizer, env.Episode(task).messages)
+    eot = chat.eot_id(tokenizer)
+    prompt = chat.prompt_ids(tokenizer, env.Episode(task).messages)
     assert ids[: len(prompt)] == prompt and traj.meta["prompt_tokens"] == len(prompt)
     expect = [0] * len(ids)
     pos = len(prompt)
@@ -93,7 +94,7 @@ def check_layout(traj: env.Trajectory, task, tokenizer, recorder: Recorder | Non
             assert turn.offsets[-1] == (len(turn.response), len(turn.response))
         pos = b
         if k + 1 < len(traj.turns):  # the observation delta, rendered by the template alone
-            obs = env.observation_ids(tokenizer, turn.observation, ended_with_eot=sampled[-1] == eot)
+            obs = chat.observation_ids(tokenizer, turn.observation, ended_with_eot=sampled[-1] == eot)
             assert ids[b: b + len(obs)] == obs
             pos = b + len(obs)
     assert pos == len(ids)  # a trajectory ends on its last sampled token
@@ -201,7 +202,7 @@ def test_sleep_guards_generate(tiny_model, tiny_tokenizer):
 
 
 def test_scripted_sampler_encodes_cuts_and_tracks_episodes(tiny_tokenizer):
-    eot = env.eot_id(tiny_tokenizer)
+    eot = chat.eot_id(tiny_tokenizer)
     s = ScriptedSampler(tiny_tokenizer, [["first a", "second a"], ["first b"]])
     p = tiny_tokenizer.encode("prompt")
     one = s.generate([p, p], Sampling(max_tokens=100))
@@ -242,7 +243,7 @@ def test_rollout_limits_mark_truncation(data_tasks, tiny_tokenizer):
     [[turns]] = rollout.rollout([task], ScriptedSampler(tiny_tokenizer, [["hm", "hm"]]), tiny_tokenizer,
                                 env.EnvConfig(max_turns=2), n=1, sampling=Sampling())
     assert turns.meta["truncated"] == "max_turns" and len(turns.turns) == 2
-    prompt = len(env.prompt_ids(tiny_tokenizer, env.Episode(task).messages))
+    prompt = len(chat.prompt_ids(tiny_tokenizer, env.Episode(task).messages))
     [[total]] = rollout.rollout([task], ScriptedSampler(tiny_tokenizer, [["hm"] * 8]), tiny_tokenizer,
                                 env.EnvConfig(max_total_tokens=prompt + 10), n=1, sampling=Sampling())
     assert total.meta["truncated"] == "total_tokens" and len(total.token_ids) <= prompt + 10
@@ -257,7 +258,7 @@ def test_rollout_limits_mark_truncation(data_tasks, tiny_tokenizer):
 
 def test_rollout_tiny_model_end_to_end(data_tasks, tiny_model, tiny_tokenizer, monkeypatch):
     """2 tasks x 2 episodes x 2 turns; the trainer's invariant: sampler logprobs == forward pass, 1e-4."""
-    model = with_eot_rate(tiny_model, env.eot_id(tiny_tokenizer), 0.2)
+    model = with_eot_rate(tiny_model, chat.eot_id(tiny_tokenizer), 0.2)
     rec = Recorder(HFSampler(model, tiny_tokenizer))
     grade_calls = []
     real = sandbox.grade_many
@@ -299,7 +300,7 @@ def test_replay_smollm2_tokens_are_exact(data_tasks, smollm2):
     _, tok = smollm2
     task = data_tasks[0]
     responses = ["Let me write it — naïvely: ∑\n```python\ndef add(a, b):\n    return a + b\n```\nrun tests", "finish"]
-    tr = env.replay(task, responses, tok)
+    tr = rollout.replay(task, responses, tok)
     assert [t.response for t in tr.turns] == responses and tr.reward == 1.0
     check_layout(tr, task, tok)
 

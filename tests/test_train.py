@@ -243,6 +243,23 @@ def test_a_new_run_never_overwrites_an_old_one(tmp_path):
     assert (run / "metrics.jsonl").read_text() == '{"step": 1}\n'
 
 
+def test_help_gives_each_flag_its_meaning_and_default_and_dual_clip_turns_off():
+    import cli
+    import train
+
+    r = _run([PY, "train.py", "--help"])
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert "--dual-clip X|none c > 1 bounds the loss" in text and "(default: 3.0)" in text
+    assert "--activation-checkpointing, --no-activation-checkpointing recompute" in text
+    assert text.count("(default: ") == len(train.dataclasses.fields(train.Config))
+    cfg = train.resolve_config(cli.parse(["--dual-clip", "none"], train.Config))
+    assert cfg.dual_clip is None and train.loss_config(cfg).dual_clip is None
+    assert train.resolve_config({}).dual_clip == 3.0
+    with pytest.raises(ValueError, match="--dual-clip 0.5 must be > 1"):
+        train.resolve_config(cli.parse(["--dual-clip", "0.5"], train.Config))
+
+
 def test_cli_rejects_bad_config_file(tmp_path):
     bad = tmp_path / "c.yaml"
     bad.write_text("lr: [unclosed\n")
@@ -270,13 +287,14 @@ def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, ti
 
     import rollout
     import train
+    from trainer import checkpoint
 
     rank, world, device = train.init()
     policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(dtype="float32"), device, world)
     with torch.no_grad():  # move the weights off the fixture's, so the export has something to carry
         for p in policy.parameters():
             p.add_(0.01 * torch.randn_like(p))
-    train.export(policy, tiny_tokenizer, tmp_path / "export")
+    checkpoint.export(policy, tiny_tokenizer, tmp_path / "export")
     model, tok = rollout.load_model(str(tmp_path / "export"))
     ids = torch.tensor([tiny_tokenizer.encode("def add(a, b):\n    return a + b\n")])
     with torch.no_grad():

@@ -85,8 +85,8 @@ def test_spread_balances_tokens_and_keeps_every_trajectory():
 
 
 def test_collectives_get_tensors_on_the_training_device(tmp_path, tiny_model_dir, monkeypatch):
-    """NCCL serves only CUDA tensors: every tensor train.py hands a collective must be made on the
-    training device. Tensors train.py creates without a device are tagged; a collective given one fails."""
+    """NCCL serves only CUDA tensors: every tensor train.py (or trainer/) hands a collective must be made on
+    the training device. Tensors they create without a device are tagged; a collective given one fails."""
     import torch.distributed as dist
 
     import train
@@ -95,7 +95,7 @@ def test_collectives_get_tensors_on_the_training_device(tmp_path, tiny_model_dir
 
     def tensor(*a, **k):
         t = real_tensor(*a, **k)
-        if "device" not in k and sys._getframe(1).f_globals.get("__name__") == "train":
+        if "device" not in k and sys._getframe(1).f_globals.get("__name__").split(".")[0] in ("train", "trainer"):
             t._made_without_device = True
         return t
 
@@ -125,10 +125,11 @@ def test_export_in_bf16_with_the_config_saying_so(tmp_path, tiny_model, tiny_tok
 
     import rollout
     import train
+    from trainer import checkpoint
 
     _, world, device = train.init()
     policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(), device, world)
-    train.export(policy, tiny_tokenizer, tmp_path / "export", dtype=torch.bfloat16)
+    checkpoint.export(policy, tiny_tokenizer, tmp_path / "export", dtype=torch.bfloat16)
     conf = json.loads((tmp_path / "export" / "config.json").read_text())
     assert conf.get("dtype", conf.get("torch_dtype")) == "bfloat16"
     with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as f:

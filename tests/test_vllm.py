@@ -21,6 +21,7 @@ from test_rollout import check_layout, forward_logprobs
 import env
 import rollout
 import tasks
+from protocol import chat
 from rollout import Sampling
 
 pytestmark = pytest.mark.vllm
@@ -59,12 +60,12 @@ def engine(hf):
 def prompts(hf):
     _, tok = hf
     ts = tasks.load(str(DATA))[:3]
-    return [env.prompt_ids(tok, env.Episode(t).messages) for t in ts]
+    return [chat.prompt_ids(tok, env.Episode(t).messages) for t in ts]
 
 
 def test_generate_from_token_ids(engine, prompts, hf):
     model, tok = hf
-    eot = env.eot_id(tok)
+    eot = chat.eot_id(tok)
     out = engine.generate(prompts, Sampling(temperature=0, max_tokens=24))
     assert len(out) == len(prompts)
     for s in out:

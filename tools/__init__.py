@@ -1,1 +1,1 @@
-"""Tools for people, outside the training path: `explain` renders a group's credit (python credit.py explain)."""
+"""Tools for people, outside the training path: `explain` renders a group's credit (python -m tools.explain)."""

@@ -1,7 +1,11 @@
 """Credit for people: a group's tokens coloured by their final advantage, anchors outlined.
 
-    python credit.py explain runs/default/groups/step_1.jsonl                  # in the terminal
-    python credit.py explain runs/default/groups/step_1.jsonl --html out.html  # also a standalone HTML page
+    python -m tools.explain runs/default/groups/step_1.jsonl                  # in the terminal
+    python -m tools.explain runs/default/groups/step_1.jsonl --html out.html  # also a standalone HTML page
+    python -m tools.explain --help                                             # --algo, --baseline, --norm
+
+The command reads a saved group (one env.Trajectory JSON per line: the trainer writes
+OUT/groups/step_N.jsonl), recomputes its credit with didpo.compute_credit and renders it.
 
 `render_terminal(group, credit)` prints each trajectory's turns with every response char on the
 colour of the last token covering it (green > 0, red < 0, full colour at the group's largest |Â|),
@@ -14,10 +18,13 @@ from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from env import Trajectory
+import cli
+import didpo
+from env import Trajectory
 
 
 def _char_values(turn, token_values: list[float], token_owner: list[int]) -> tuple[list[float], list[int]]:
@@ -156,3 +163,43 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
     out.append("</table>" + (f"<p>{html.escape(behaviour_line(credit.behaviour))}</p>" if credit.behaviour else "")
                + "</body></html>")
     return "".join(out)
+
+
+@dataclass
+class Explain:
+    html: str | None = None  # also write a standalone HTML page to this path
+    algo: str = "didpo"  # grpo | gigpo | didpo
+    baseline: str = "ridge"  # ridge | contrast | group_mean
+    norm: str = "mean_norm"  # mean_norm | mean_std_norm
+
+
+def _fail(msg: str):
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    values = cli.parse(argv, Explain, description="Render a group's tokens coloured by their final advantage.",
+                       extra=[("group_file", dict(help="a saved group: one env.Trajectory JSON per line"))])
+    group_file, opts = Path(values.pop("group_file")), Explain(**values)
+    if not group_file.exists():
+        _fail(f"{group_file} does not exist; pass a .jsonl file of saved trajectories (the trainer writes them)")
+    try:
+        group = [Trajectory.from_json(line) for line in group_file.read_text().splitlines() if line.strip()]
+    except (ValueError, TypeError, KeyError) as e:
+        _fail(f"{group_file} is not a file of env.Trajectory JSON lines ({e})")
+    if not group:
+        _fail(f"{group_file} holds no trajectory; pass a non-empty group file")
+    try:
+        cfg = didpo.AdvConfig(algo=opts.algo, baseline=opts.baseline, norm=opts.norm)
+    except ValueError as e:
+        _fail(str(e))
+    credit = didpo.compute_credit(group, cfg)
+    render_terminal(group, credit)
+    if opts.html is not None:
+        Path(opts.html).write_text(render_html(group, credit, title=f"{group_file.name}: {opts.algo}/{opts.baseline}"))
+        print(f"wrote {opts.html}")
+
+
+if __name__ == "__main__":
+    main()

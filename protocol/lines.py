@@ -1,0 +1,71 @@
+"""Lines and their alignment: the one line convention, the one aligner, and how origins survive an edit.
+
+    python -c "from protocol.lines import align; print(align(['a', 'b', 'c'], ['a', 'x', 'c']))"
+
+`lines_of(text)`: text.split("\\n") without the empty piece after a final newline (env.Turn.origin
+counts lines this way); `join(lines)` is its inverse for edited files, which always end in a newline.
+
+`align(a, b)`: line opcodes (tag, i1, i2, j1, j2) as difflib writes them, from an exact LCS of the
+lines. rapidfuzz's Indel alignment runs in C++ (about 14 µs for a 130-line file against 430 µs for
+difflib's pure-Python matcher, which alone would spend the whole advantage budget of a paper-size
+batch). An LCS keeps the most lines unchanged, so code that the model re-emitted is never mistaken
+for new code. Adjacent deletes and inserts are fused into `replace`. diffs.py reads whole diffs
+with it, and `carry` gives provenance with it, so the two never disagree about which lines are new.
+
+`carry(old, old_origin, new, new_ranges)`: the origins of `new` replacing `old`: a new line aligned
+with an equal old line keeps that line's origin; every other line gets its range in the response.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rapidfuzz.distance import Indel
+
+Range = tuple[int, int]  # [start, end) char range inside a response
+
+
+def lines_of(text: str) -> list[str]:
+    out = text.split("\n")
+    return out[:-1] if out[-1] == "" else out
+
+
+def join(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Line opcodes (tag, i1, i2, j1, j2) as difflib writes them, from an exact LCS of the lines."""
+    # Lines become small ints first: rapidfuzz compares a one-char string by its code point and "" as 0,
+    # so "\x00" and "" would align as equal (found by tests/test_env.py's fuzz test).
+    ids: dict[str, int] = {}
+    a, b = [ids.setdefault(s, len(ids)) for s in a], [ids.setdefault(s, len(ids)) for s in b]
+    out: list[list] = []
+    for op in Indel.opcodes(a, b):
+        if op.tag != "equal" and out and out[-1][0] != "equal":
+            prev = out[-1]
+            prev[2], prev[4] = op.src_end, op.dest_end
+            prev[0] = "replace" if prev[2] > prev[1] and prev[4] > prev[3] else prev[0]
+        else:
+            out.append([op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end])
+    return [tuple(o) for o in out]
+
+
+def carry(old: list[str], old_origin: list, new: list[str], new_ranges: list) -> list:
+    """Origins of `new` replacing `old`: a line aligned (align) with an equal old line keeps that line's origin."""
+    out = list(new_ranges)
+    for tag, i1, i2, j1, j2 in align(old, new):
+        if tag == "equal":
+            out[j1:j2] = old_origin[i1:i2]
+    return out
+
+
+def clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n] + f"... [{len(s) - n} more chars]"
+
+
+def fence(text: str, lang: str = "") -> str:
+    """`text` in a markdown fence longer than any backtick run inside it."""
+    n = max([3] + [len(r) + 1 for r in re.findall(r"`{3,}", text)])
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"{'`' * n}{lang}\n{body}{'`' * n}"
