@@ -52,7 +52,7 @@ import env as envlib
 import rollout
 import tasks as tasklib
 from trainer import checkpoint, fsdp
-from trainer.hardware import attention, cpu_bf16_is_fast
+from trainer.hardware import attention, cpu_bf16_is_fast, settle_cpu_bf16
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
@@ -543,6 +543,8 @@ def train(cfg: Config) -> Path:
         run.mkdir(parents=True, exist_ok=True)
         (run / "config.json").write_text(json.dumps(run_info(cfg), indent=2))
     dist.barrier()
+    if device.type == "cpu" and cfg.dtype == "auto":
+        settle_cpu_bf16(run, bool(cfg.resume))
     print0(f"[bold]didpo[/] {cfg.algo} on {cfg.model}, world {world}, {device.type}; run dir {run}")
     print0(dataclasses.asdict(cfg))
 

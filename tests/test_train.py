@@ -199,6 +199,23 @@ def test_resume_is_exact_and_survives_a_kill(tmp_path, tiny_model_dir):
         torch.testing.assert_close(p, q, rtol=0, atol=0, msg=n)
 
 
+def test_a_run_decides_cpu_bf16_once_and_a_resume_reads_it_back(tmp_path, monkeypatch):
+    # The probe times matmuls: a resumed run under another load must not decide differently.
+    import train
+    from trainer import hardware
+
+    train.init()
+    monkeypatch.setattr(hardware, "_fast", hardware._fast)  # restored after the test: others probe as before
+    probes = []
+    monkeypatch.setattr(hardware, "_probe", lambda: probes.append(1) or True)
+    hardware.settle_cpu_bf16(tmp_path, resume=False)
+    assert hardware.cpu_bf16_is_fast() is True and probes == [1]
+    for decided in (False, True):  # whatever the probe would say now, the saved decision wins
+        (tmp_path / "cpu_bf16.json").write_text(json.dumps({"fast": decided}))
+        hardware.settle_cpu_bf16(tmp_path, resume=True)
+        assert hardware.cpu_bf16_is_fast() is decided and probes == [1]
+
+
 def test_sigkill_mid_run_then_resume(tmp_path, tiny_model_dir):
     import signal
     import time

@@ -2,21 +2,45 @@
 
     python -c "import trainer.hardware as h; print(h.cpu_bf16_is_fast())"
 
-`cpu_bf16_is_fast()`: measured once per process (AMX / AVX512-BF16 multiply bf16 faster than fp32;
+`cpu_bf16_is_fast()`: measured once per run (`settle_cpu_bf16`) (AMX / AVX512-BF16 multiply bf16 faster than fp32;
 elsewhere oneDNN emulates bf16). `attention(device)`: "flash_attention_2" where flash-attn is installed
 on a GPU (requirements-gpu.txt), else torch's "sdpa". train.py turns these into Config's dtype and pack.
 """
 
 from __future__ import annotations
 
-import functools
+import json
 import time
+from pathlib import Path
 
 import torch
+import torch.distributed as dist
+
+_fast: bool | None = None  # the run's decision, once made
 
 
-@functools.cache
+def settle_cpu_bf16(run: Path, resume: bool) -> None:
+    """One decision per run: rank 0 probes, or reads what the run decided before when resuming, and
+    every rank takes its answer. The probe times matmuls, so under another load it could flip between
+    ranks, or between a run and its resumption, and exact resume needs the same numerics."""
+    global _fast
+    saved = run / "cpu_bf16.json"
+    fast = [None]
+    if dist.get_rank() == 0:
+        fast[0] = json.loads(saved.read_text())["fast"] if resume and saved.exists() else _probe()
+        saved.write_text(json.dumps({"fast": fast[0]}))
+    dist.broadcast_object_list(fast, src=0)
+    _fast = fast[0]
+
+
 def cpu_bf16_is_fast() -> bool:
+    global _fast
+    if _fast is None:
+        _fast = _probe()
+    return _fast
+
+
+def _probe() -> bool:
     """Whether this CPU multiplies bf16 matrices clearly faster than fp32 (AMX, AVX512-BF16). Elsewhere
     oneDNN emulates bf16, and autocast would only add casts. Measured once, in milliseconds: with AMX
     a warm bf16 matmul takes 0.27x the fp32 time here, the first calls about 0.55x, hence the warm-up."""
