@@ -196,7 +196,7 @@ def _apply_hunk(lines: list[str], origin: list, h, p: int, src: list[Line | None
     """New lines and origins of the hunk placed at line p, and the index after the old lines it replaced.
 
     Context lines keep their origin; each run of '-' lines replaced by a run of
-    '+' lines goes through _carry, so a '+' line equal to its '-' line carries over.
+    '+' lines goes through lines.carry, so a '+' line equal to its '-' line carries over.
     """
     new_lines, new_origin, run_old, run_new = [], [], [], []
     q = p
