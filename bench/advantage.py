@@ -8,7 +8,7 @@ The batch is synthetic (records built directly, no sandbox, no model): each task
 drawn from a per-task pool of popular rewrites (so sub-diffs are shared across trajectories and
 anchors form) or written fresh (stragglers). Token offsets come from a regex split of the response
 (words, spaces, punctuation), about as many tokens as a BPE makes. Each turn records one public
-test per function (Turn.public), so DiDPO's behaviour columns are timed too. Goal (issue 8): DiDPO under
+test per function (Turn.public), so DiDPO's verdict (A^V) is timed too. Goal (issue 8): DiDPO under
 0.5 s for the paper-size batch on one core, time growth exponent in G at most 1.2. Prints the
 CPU times of this process (best of 3; one torch thread) with wall times beside them, the
 DiDPO/GRPO ratio and the exponent fitted by least squares on log-log.

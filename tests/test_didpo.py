@@ -13,7 +13,7 @@ import env
 import rollout
 import sandbox
 import tasks
-from protocol import chat
+from protocol import chat, functions
 from tools import explain
 
 STUBS = "def f(a, b):\n    pass\n\n\ndef g(x):\n    pass\n"
@@ -132,7 +132,7 @@ def test_ridge_values_by_hand():
 
 def test_didpo_ridge_by_hand(wf):
     stats: dict = {}
-    cr = didpo.compute_credit(wf, didpo.AdvConfig(), stats)
+    cr = didpo.compute_credit(wf, didpo.AdvConfig(verdict=False), stats)
     _masked_zero(wf, cr.token_adv)
     assert stats[didpo.COVERAGE] == stats["token_coverage"] and 0 < stats[didpo.COVERAGE] < 1
     # R = (1, 0, 0, 0), y_c = (.75, -.25, -.25, -.25); f ok is held by {0, 1}, f bad by {2, 3}, g ok by {0, 2},
@@ -148,9 +148,46 @@ def test_didpo_ridge_by_hand(wf):
         assert outside(tr, a, 0, [rf, rg]) == {ae}
 
 
+def test_didpo_verdict_by_hand(wf):
+    """The default: trajectory 0 passes, so f ok and g ok are correct (q = 1); trajectory 1's clause {f ok, g bad}
+    then convicts g bad, trajectory 2's convicts f bad (q -> 0), and trajectory 3's loss is explained. A^V moves each
+    version to the A^E its verdict predicts: max A^E (.75) for a correct one, min (-.25) for a bug; the anchors
+    cover whole versions, so their A^D, centered inside each version, is 0."""
+    cr = didpo.compute_credit(wf, didpo.AdvConfig())
+    _masked_zero(wf, cr.token_adv)
+    q = {lines[1]: v for (f, lines), v in cr.verdicts.items()}
+    assert q["s = a+b"] == q["y = x*3"] == 1.0 and q["s = a-b"] < 1e-6 and q["y = x*4"] < 1e-6
+    for i, (f, g, ae) in enumerate([(F_OK, G_OK, .75), (F_OK, G_BAD, -.25), (F_BAD, G_OK, -.25), (F_BAD, G_BAD, -.25)]):
+        tr, a = wf[i], cr.token_adv[i]
+        rf, rg = region(tr.turns[0], f), region(tr.turns[0], g)
+        assert values(tr, a, 0, rf) == {0.75 if f == F_OK else -0.25}
+        assert values(tr, a, 0, rg) == {0.75 if g == G_OK else -0.25}
+        assert outside(tr, a, 0, [rf, rg]) == {ae}
+
+
+def test_verdict_posterior_by_hand(tiny_tokenizer):
+    """Mean field on the clauses: two unknown versions in one losing clause settle at q = (1 - q)², q = (3 - √5)/2
+    (the exact posterior is 1/3); a version whose public test fails is a bug and explains its trajectory's loss,
+    so the other version there keeps the prior; a passing trajectory verifies its versions."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert g(2) == 6")])
+    f_ok2, g_bad2 = F_OK.replace("s = a+b", "s = b+a"), G_BAD.replace("x*4", "x*5")
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1)
+             for f, g in [(F_OK, G_OK), (f_ok2, G_BAD), (F_BAD, g_bad2)]]
+    assert [tr.reward for tr in group] == [1.0, 0.0, 0.0]
+    pieces, q = didpo.verdict(group)
+    q = {lines[1]: v for (f, lines), v in q.items()}
+    assert q["s = a+b"] == q["y = x*3"] == 1.0 and q["s = a-b"] == 0.0   # verified; fails its public test
+    assert q["y = x*5"] == didpo.PRIOR                                    # trajectory 2's loss is F_BAD's
+    assert [q["s = b+a"], q["y = x*4"]] == pytest.approx([(3 - 5 ** 0.5) / 2] * 2, abs=1e-6)
+    assert [[u[1][1] for _, u, _ in ps] for ps in pieces] == [["s = a+b", "y = x*3"], ["s = b+a", "y = x*4"],
+                                                              ["s = a-b", "y = x*5"]]
+
+
 def test_didpo_contrast_by_hand(wf):
     stats: dict = {}
-    advs = didpo.compute_advantages(wf, didpo.AdvConfig(baseline="contrast"), stats)
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(baseline="contrast", verdict=False), stats)
     _masked_zero(wf, advs)
     assert stats["anchors"] == 4 and stats["anchors_block"] == 1.0 and 0 < stats["token_coverage"] < 1
     # A^D(f ok) = mean R over {0, 1} - mean over {2, 3} = 0.5; the twin gets -0.5; the same for g
@@ -166,7 +203,7 @@ def test_didpo_contrast_by_hand(wf):
 
 
 def test_didpo_group_mean_by_hand_shows_pitfall_b(wf):
-    advs = didpo.compute_advantages(wf, didpo.AdvConfig(baseline="group_mean"))
+    advs = didpo.compute_advantages(wf, didpo.AdvConfig(baseline="group_mean", verdict=False))
     _masked_zero(wf, advs)
     # f ok members (0, 1) have returns (1, 0): A^D = +0.5, -0.5; f bad members (2, 3) returns (0, 0): A^D = 0
     tr, a = wf[1], advs[1]
@@ -188,12 +225,12 @@ def test_multi_turn_returns_gigpo_and_didpo_by_hand(sr3):
             assert torch.allclose(a[turn.span[0]:turn.span[1]], torch.tensor(w[t]))
     # didpo contrast on G_{i,1}: f ok in {A, B}: (1.25 + .5)/2 - .25 = .625; g ok in {A, C}: .75 - .5 = .25;
     # the lone twins f bad (C) and g bad (B) stay singletons (joining would make the anchor universal)
-    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(baseline="contrast", eta=0.8, gamma=0.5))
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(baseline="contrast", eta=0.8, gamma=0.5, verdict=False))
     cases = [(0, 0, F_OK, 1.625), (0, 1, G_OK, 1.25), (1, 0, F_OK, 0.125), (1, 1, G_BAD, -0.5),
              (2, 0, F_BAD, -0.5), (2, 1, G_OK, -0.25)]
     for i, t, code, want in cases:
         assert values(sr3[i], advs[i], t, region(sr3[i].turns[t], code)) == {want}
-    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(gamma=0.5, baseline="group_mean"))
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig(gamma=0.5, baseline="group_mean", verdict=False))
     # f ok members A1, B1 (1.25, .5) -> +-.375; g ok members A2, C2 (1.5, .5) -> +-.5
     for i, t, code, want in [(0, 0, F_OK, 1.375), (1, 0, F_OK, -0.875), (0, 1, G_OK, 1.5), (2, 1, G_OK, -1.0)]:
         assert values(sr3[i], advs[i], t, region(sr3[i].turns[t], code)) == {want}
@@ -205,11 +242,16 @@ def test_reemitted_subdiff_earns_no_diff_credit(tiny_tokenizer):
              build(b, [whole(F_OK, G_BAD)], [0.0], 0.0), build(b, [whole(F_BAD, G_BAD)], [0.0], 0.0),
              build(b, [whole(F_OK, G_OK)], [0.0], 1.0),
              build(b, [whole(F_BAD, G_BAD), whole(F_OK, G_BAD, "Fixed f.")], [0.0, 0.0], 0.0)]
-    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    cr = didpo.compute_credit(group, didpo.AdvConfig(verdict=False))
     tr, a = group[0], cr.token_adv[0]
     ae = round(cr.episode[0], 5)
     assert values(tr, a, 0, region(tr.turns[0], G_OK)) != {ae}          # g written in turn 1: diff credit
     assert values(tr, a, 1, region(tr.turns[1], G_OK)) == {ae}          # the same g re-emitted in turn 2: none
+    on = didpo.compute_credit(group, didpo.AdvConfig())                 # nor A^V: turn 2 wrote no line of g
+    assert values(tr, on.token_adv[0], 1, region(tr.turns[1], G_OK)) == {ae}
+    # f bad, replaced in turn 2: no evidence on it (traj 2's loss is explained by g bad, convicted by traj 1): q = 1/2
+    mid = round((max(on.episode) + min(on.episode)) / 2, 5)
+    assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {mid}
     assert values(tr, a, 1, region(tr.turns[1], F_OK)) != {ae}          # the fix of f (made twice): credit
     fix = [x for x in cr.anchors if x.text == "s = a+b"]
     assert len(fix) == 1 and sorted(fix[0].kept) == [(0, 1), (4, 1)]    # the changed line only, not `return s`
@@ -340,11 +382,13 @@ def test_replayed_group_puts_credit_on_the_correct_function(tiny_tokenizer):
     assert min(values(group[1], advs[1], 0, region(t, F_OK))) > max(values(group[1], advs[1], 0, region(t, G_BAD)))
 
 
-def test_ridge_beats_contrast_on_a_messy_scenario():
+def test_verdict_and_ridge_beat_contrast_on_a_messy_scenario():
     """bench/credit.py's "imbalanced SR" scenario (3 implementations and 3 bug kinds per function, one function
     right 15% of the time, one search/replace per function per turn, binary reward), 3 groups of 32 replayed
     through the environment with the embedded tokenizer. The contrast credits a correct version of the hard
-    function with its writers' other pieces; the ridge holds those fixed. Measured: ridge 0.93, contrast 0.74."""
+    function with its writers' other pieces; the ridge holds those fixed; the verdict convicts the versions that
+    fail their public test or are left to blame in a losing workspace. Measured: default (ridge + verdict) 0.98,
+    ridge alone 0.93, contrast 0.81."""
     import random
 
     import transformers
@@ -364,14 +408,16 @@ def test_ridge_beats_contrast_on_a_messy_scenario():
             group.append((rollout.replay(task, responses, tok, max_turns=len(responses)), spans))
         if didpo.has_signal([tr for tr, _ in group], didpo.AdvConfig()):
             groups.append(group)
-    ridge, _ = bench.measure(groups, didpo.AdvConfig())
-    contrast, _ = bench.measure(groups, didpo.AdvConfig(baseline="contrast", eta=0.8))
-    assert ridge >= 0.92 and contrast <= 0.76, (ridge, contrast)
+    default, _ = bench.measure(groups, didpo.AdvConfig())
+    ridge, _ = bench.measure(groups, didpo.AdvConfig(verdict=False))
+    contrast, _ = bench.measure(groups, didpo.AdvConfig(baseline="contrast", eta=0.8, verdict=False))
+    assert default >= 0.95 and default > ridge >= 0.88 and contrast <= 0.85, (default, ridge, contrast)
 
 
 def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     """Every version of f is written once (no anchor can form); the public tests, one per function, say that
-    trajectory 1's f passes and its g fails: with behaviour columns f's tokens outrank g's, without they tie."""
+    trajectory 1's g fails, which explains its loss: its f keeps the prior and outranks g. Without the verdict
+    the two tie. explain prints the posteriors."""
     public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
     task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
                       hidden_tests=public)
@@ -384,16 +430,16 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     rf, rg = region(t, f_ok2), region(t, G_BAD)
     cr = didpo.compute_credit(group, didpo.AdvConfig())
     _masked_zero(group, cr.token_adv)
-    assert cr.behaviour[("f", True)] > 0 > cr.behaviour[("g", False)]
-    assert min(values(group[1], cr.token_adv[1], 0, rf)) > max(values(group[1], cr.token_adv[1], 0, rg))
-    off = didpo.compute_advantages(group, didpo.AdvConfig(behaviour=False))
+    # A^E = (.75, -.25, -.25, -.25); f ok2: q = 1/2 -> .5·.75 + .5·(-.25) = .25; g bad: q = 0 -> -.25
+    assert values(group[1], cr.token_adv[1], 0, rf) == {0.25} and values(group[1], cr.token_adv[1], 0, rg) == {-0.25}
+    off = didpo.compute_advantages(group, didpo.AdvConfig(verdict=False))
     assert values(group[1], off[1], 0, rf) == values(group[1], off[1], 0, rg)
-    assert "f passes" in explain.behaviour_line(cr.behaviour)
+    assert "f v2 0.50" in explain.verdict_line(cr.verdicts) and "g v2 0.00" in explain.verdict_line(cr.verdicts)
 
 
 def test_passes_reads_the_tests_that_name_the_function():
     pub = {"assert helper(3) == 3": False, "assert main(3) == 6": False, "assert other() == 1": True}
-    assert didpo.passes(pub, "other") is True and didpo.passes(pub, "helper") is False
-    assert didpo.passes(pub, "main") is False
-    assert didpo.passes(pub, "main", {"helper"}) is None  # its callee fails: the failure may not be main's
-    assert didpo.passes(pub, "unnamed") is False  # no test names it: all tests are its tests
+    assert functions.passes(pub, "other") is True and functions.passes(pub, "helper") is False
+    assert functions.passes(pub, "main") is False
+    assert functions.passes(pub, "main", {"helper"}) is None  # its callee fails: the failure may not be main's
+    assert functions.passes(pub, "unnamed") is False  # no test names it: all tests are its tests

@@ -58,11 +58,15 @@ def _segments(turn, values, owner):
     return out
 
 
-def behaviour_line(behaviour: dict) -> str:
-    """The A^B terms: β of each (function, passes its public tests) column of the ridge."""
-    terms = ", ".join(f"{f or '(top level)'} {'passes' if ok else 'fails'}: {v:+.3f}"
-                      for (f, ok), v in sorted(behaviour.items()))
-    return "A^B (ridge β of a function passing / failing its public tests, on every line a turn wrote in it): " + terms
+def verdict_line(verdicts: dict) -> str:
+    """A^V's posteriors: q = P(correct) of each function version the group wrote (numbered per function)."""
+    seen: dict[str, int] = {}
+    terms = []
+    for (f, _), q in verdicts.items():
+        seen[f] = seen.get(f, 0) + 1
+        terms.append(f"{f or '(top level)'} v{seen[f]} {q:.2f}")
+    return ("A^V (P(correct) of each function version, from the rewards and public tests; q·max A^E + (1 − q)·min A^E "
+            "− A^E on the lines a turn wrote in it): " + ", ".join(terms))
 
 
 def render_terminal(group: list[Trajectory], credit, console=None) -> None:
@@ -109,8 +113,8 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
                   "A^D: the value the baseline gave (ridge: β_g, the anchor's own coefficient given the others)")
-    if credit.behaviour:
-        console.print(behaviour_line(credit.behaviour))
+    if credit.verdicts:
+        console.print(verdict_line(credit.verdicts))
     console.print(f"colour scale: ±{scale:.3f} (green positive, red negative); stats: {credit.stats}")
 
 
@@ -160,7 +164,7 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
                    f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
                    f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
                    f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
-    out.append("</table>" + (f"<p>{html.escape(behaviour_line(credit.behaviour))}</p>" if credit.behaviour else "")
+    out.append("</table>" + (f"<p>{html.escape(verdict_line(credit.verdicts))}</p>" if credit.verdicts else "")
                + "</body></html>")
     return "".join(out)
 

@@ -1,0 +1,67 @@
+"""Top-level functions of a workspace and the public tests that judge them (didpo's verdict reads these).
+
+    python -c "from protocol.functions import passes; print(passes({'assert f(1) == 2': False}, 'f'))"
+
+`written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
+the lines turn t wrote inside it (from Turn.origin) and its lines. `callees`: the other top-level
+functions a body names. `passes`: does a function pass the public tests whose text names it (all
+of them when none does)? Unknown (None) when a function it calls fails its own: the failure may be
+the callee's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from protocol.lines import lines_of
+
+_NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
+    """Over the top-level def/class statements of S_t ("" outside any): (function name -> char ranges of the
+    lines this turn wrote inside it, function name -> its lines, the opening line included)."""
+    out: dict[str, list] = defaultdict(list)
+    body: dict[str, list[str]] = defaultdict(list)
+    for path, text in turn.files_after.items():
+        origin = turn.origin.get(path) or []
+        name = ""
+        for k, line in enumerate(lines_of(text)):
+            if line[:1] not in ("", " ", "\t", "#"):  # an unindented code line opens the next top-level statement
+                m = _NAME.match(line)
+                name = m.group(1) if m else ""
+            body[name].append(line)
+            if k < len(origin) and origin[k] is not None:
+                out[name].append(origin[k])
+    return out, body
+
+
+def callees(body: dict[str, list[str]], name: str) -> set[str]:
+    """The other top-level functions that the body of `name` names."""
+    words = set(_WORD.findall("\n".join(body.get(name, ()))))
+    return {g for g in body if g and g != name and g in words}
+
+
+def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
+    """Identifier -> results of the public tests whose text names it."""
+    index: dict[str, list[bool]] = defaultdict(list)
+    for test, ok in public.items():
+        for w in set(_WORD.findall(test)):
+            index[w].append(ok)
+    return index
+
+
+def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:
+    """Does function `name` pass its public tests (those whose text names it; all tests if none does)?
+    None (unknown) when a function it calls fails its own: the failure may be the callee's. `calls` is
+    the set of its callees, or a function that returns it (only a failing function needs them)."""
+    index = tests_naming(public) if index is None else index
+
+    def own(f):
+        mine = index.get(f) if f else None
+        return all(mine) if mine else all(public.values())
+    if own(name):
+        return True
+    return False if all(own(g) for g in (calls() if callable(calls) else calls)) else None
