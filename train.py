@@ -85,9 +85,10 @@ class Config:
     # algorithm
     algo: str = "didpo"  # grpo | gigpo | didpo
     baseline: str = "ridge"  # ridge | contrast | group_mean (the reference estimator); bench/credit.py compares them
+    verdict: bool = True  # didpo: A^V, each function version credited by its posterior of being correct
     norm: str = "mean_norm"  # mean_norm | mean_std_norm
     gamma: float = 0.95  # discount of step returns G_{i,t}
-    lam: float = 1.0  # λ in Â = A^E + λ·A^D
+    lam: float = 1.0  # λ in Â = A^E + λ·(A^D + A^V)
     eta: float = 1.0  # straggler merging off: at 0.8 it joins correct and buggy versions (bench/credit.py)
     s0: float = 8.0  # size scale of φ(L) in the groupability score
     g0: float = 8.0  # group-size scale of ψ(n) in the groupability score
@@ -168,8 +169,8 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
 
 
 def adv_config(cfg: Config) -> didpo.AdvConfig:
-    return didpo.AdvConfig(algo=cfg.algo, baseline=cfg.baseline, norm=cfg.norm, gamma=cfg.gamma, lam=cfg.lam,
-                           eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K)
+    return didpo.AdvConfig(algo=cfg.algo, baseline=cfg.baseline, verdict=cfg.verdict, norm=cfg.norm, gamma=cfg.gamma,
+                           lam=cfg.lam, eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K)
 
 
 def loss_config(cfg: Config) -> didpo.LossConfig:

@@ -65,3 +65,10 @@ def test_git_revision_is_the_checked_out_commit(tmp_path):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert cli.git_revision() == head and len(head) == 40
     assert cli.git_revision(tmp_path) == "unknown"  # not a repository
+
+
+def test_train_flags_reach_the_estimator():
+    import train
+    cfg = train.Config(**cli.parse(["--no-verdict", "--baseline", "contrast", "--lam", "0.5"], train.Config))
+    acfg = train.adv_config(cfg)
+    assert (acfg.verdict, acfg.baseline, acfg.lam) == (False, "contrast", 0.5)
