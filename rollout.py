@@ -45,6 +45,7 @@ builds one token sequence per episode without ever re-encoding text:
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import logging
 import os
 import re
@@ -255,6 +256,18 @@ class HFSampler(_Awake):
             ids[b, T - len(p) :] = torch.tensor(p)
             mask[b, T - len(p) :] = 1
         greedy = sampling.temperature == 0
+        # Rows with the same prompt (a group's n episodes in turn 1) share its prefill (CPU: 16 x 467 prompt
+        # tokens 9.6 s, the 2 distinct ones 1.1 s): generate starts from their KV cache, copied to every row.
+        kw, distinct = {}, {}
+        rows = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]  # row -> its distinct prompt
+        if len(distinct) < B and T > 1:
+            first, dev = [rows.index(u) for u in range(len(distinct))], self.model.device
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)  # B x T, generate's position ids for left padding
+            name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+            kw[name] = transformers.DynamicCache(config=self.model.config)
+            self.model(input_ids=ids[first, :-1].to(dev), attention_mask=mask[first, :-1].to(dev),
+                       position_ids=pos[first, :-1].to(dev), use_cache=True, logits_to_keep=1, **{name: kw[name]})
+            kw[name].reorder_cache(torch.tensor(rows, device=dev))  # U rows -> B rows
         cfg = transformers.GenerationConfig(
             max_new_tokens=sampling.max_tokens, do_sample=not greedy, top_k=None if greedy else 0,
             temperature=1.0 if greedy else sampling.temperature, top_p=1.0 if greedy else sampling.top_p,
@@ -266,8 +279,8 @@ class HFSampler(_Awake):
         saved, self.model.generation_config = self.model.generation_config, transformers.GenerationConfig()
         try:
             out = self.model.generate(
-                input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device), generation_config=cfg
-            )
+                input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device), generation_config=cfg,
+                **kw)
         finally:
             self.model.generation_config = saved
         new = out.sequences[:, T:].cpu()  # B x N, N <= max_tokens

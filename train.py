@@ -52,7 +52,7 @@ import env as envlib
 import rollout
 import tasks as tasklib
 from trainer import checkpoint, fsdp
-from trainer.hardware import attention, cpu_bf16_is_fast, settle_cpu_bf16
+from trainer.hardware import attention, cpu_bf16_is_fast, keep_freed_memory, settle_cpu_bf16
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
@@ -108,14 +108,14 @@ class Config:
     weight_decay: float = 0.0  # AdamW
     grad_clip: float = 1.0  # max global gradient norm
     micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
-    micro_batch_tokens: int = 4096  # tokens per micro-batch (B x T_max; packed: their sum), longest first (verl)
+    micro_batch_tokens: int = 2048  # tokens per micro-batch (B x T_max; packed: their sum), longest first (verl)
     pack: str = "auto"  # auto | on | off: a micro-batch's sequences in one padding-free row (exact: no token
                         # sees another's). auto = on where flash-attn is installed (varlen kernel). sdpa runs the
                         # row's N x N attention under a block-diagonal mask: 0.59x the padded tokens/s on CPU
                         # (bench/gpu_learner.py, pack compare rows).
     ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
     ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)
-    logprob_chunk: int = 1024  # tokens per lm_head chunk: full-vocab fp32 logits never exist for a whole sequence
+    logprob_chunk: int = 128  # tokens per lm_head chunk (CPU: its fp32 logits < 32 MB, hardware.keep_freed_memory)
     # run
     steps: int = 3  # optimizer steps (a resumed run continues up to this many)
     seed: int = 0  # task order, sampling, initial RNG: same seed, same run
@@ -203,6 +203,8 @@ def init() -> tuple[int, int, torch.device]:
     device = torch.device("cuda", local) if torch.cuda.is_available() else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    else:
+        keep_freed_memory()
     if not dist.is_initialized():
         # device_id binds NCCL's communicator to this rank's GPU at once (no guessing from the rank).
         kw = dict(backend="nccl", device_id=device) if device.type == "cuda" else dict(backend="gloo")

@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import importlib.util
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -41,17 +42,23 @@ import tasks as tasklib  # noqa: E402
 import train  # noqa: E402
 
 
-def load_base(rev: str):
-    """train.py at git revision `rev`, imported as its own module beside the working tree's."""
-    r = subprocess.run(["git", "show", f"{rev}:train.py"], cwd=ROOT, capture_output=True, text=True)
+def load_base(rev: str, name: str = "train"):
+    """name.py at git revision `rev`, imported as its own module name_base beside the working tree's."""
+    r = subprocess.run(["git", "show", f"{rev}:{name}.py"], cwd=ROOT, capture_output=True, text=True)
     if r.returncode:
-        sys.exit(f"error: --base {rev}: git cannot show train.py there ({r.stderr.strip()}); pass a revision")
-    path = Path(tempfile.mkdtemp()) / "train_base.py"
+        sys.exit(f"error: --base {rev}: git cannot show {name}.py there ({r.stderr.strip()}); pass a revision")
+    path = Path(tempfile.mkdtemp()) / f"{name}_base.py"
     path.write_text(r.stdout)
-    spec = importlib.util.spec_from_file_location("train_base", path)
-    mod = sys.modules["train_base"] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+    spec = importlib.util.spec_from_file_location(f"{name}_base", path)
+    mod = sys.modules[f"{name}_base"] = importlib.util.module_from_spec(spec)  # dataclasses look it up
     spec.loader.exec_module(mod)
     return mod
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process so far: system time is mostly the kernel zeroing fresh pages."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
 
 
 def main(argv=None) -> int:
@@ -73,12 +80,15 @@ def main(argv=None) -> int:
     random.Random(cfg.seed).shuffle(all_tasks)
     lm, tok = rollout.load_model(cfg.model)
     sampler = train.make_sampler(cfg, rollout.resolve(cfg.model), lm, tok, device)
-    torch.manual_seed(cfg.seed * 100003)
     acfg = train.adv_config(cfg)
-    times: dict = {}
-    t = time.perf_counter()
-    groups, _ = train.rollout_step(all_tasks, sampler, tok, cfg, 0, cfg.tasks_per_step, acfg, times)
-    t_rollout = time.perf_counter() - t
+    t_rollout, gen, rolled = {}, {}, {}
+    for name, smp in (("new", sampler), ("base", load_base(a.base, "rollout").HFSampler(sampler.model, tok))):
+        torch.manual_seed(cfg.seed * 100003)
+        times: dict = {}
+        t = time.perf_counter()
+        rolled[name], _ = train.rollout_step(all_tasks, smp, tok, cfg, 0, cfg.tasks_per_step, acfg, times)
+        t_rollout[name], gen[name] = time.perf_counter() - t, times.get("generate_s", 0)
+    groups = rolled["new"]  # the updates train on the new rollout's trajectories
     t = time.perf_counter()
     trajs, advs = [], []
     for g in groups:
@@ -87,8 +97,10 @@ def main(argv=None) -> int:
     t_adv = time.perf_counter() - t
     lens = sorted(len(tr.token_ids) for tr in trajs)
     resp = sum(sum(tr.loss_mask) for tr in trajs)
-    print(f"step.py: {len(trajs)} trajectories, tokens {lens}, {resp} response tokens; "
-          f"rollout {t_rollout:.1f}s (generate {times.get('generate_s', 0):.1f}s)")
+    same = sum(x.token_ids == y.token_ids for gn, gb in zip(rolled["new"], rolled["base"]) for x, y in zip(gn, gb))
+    print(f"step.py: {len(trajs)} trajectories, tokens {lens}, {resp} response tokens; rollout new "
+          f"{t_rollout['new']:.1f}s (generate {gen['new']:.1f}s), base {t_rollout['base']:.1f}s (generate "
+          f"{gen['base']:.1f}s; the same tokens in {same}/{len(trajs)} trajectories)")
 
     # Both learners from the same weights, AdamW as in train.py.
     base_cfg = base.Config(tasks_per_step=a.tasks_per_step, seed=a.seed)
@@ -111,16 +123,17 @@ def main(argv=None) -> int:
     for name, mod, c in (("base", base, base_cfg), ("new", train, cfg), ("new fp32", train, fp32_cfg)):
         policy = policies[name]
         opt = torch.optim.AdamW(policy.parameters(), lr=c.lr, weight_decay=c.weight_decay)
-        t = time.perf_counter()
+        t, (u, k) = time.perf_counter(), cpu_seconds()
         metrics[name] = mod.learn(policy, opt, trajs, advs, c, device)
         secs[name] = time.perf_counter() - t
-        print(f"update {name}: {secs[name]:.1f}s  loss {metrics[name]['loss']:+.5f}  "
-              f"grad_norm {metrics[name]['grad_norm']:.4f}", flush=True)
-    rest = t_rollout + t_adv
+        u1, k1 = cpu_seconds()
+        print(f"update {name}: {secs[name]:.1f}s (cpu: user {u1 - u:.1f}s, system {k1 - k:.1f}s)  "
+              f"loss {metrics[name]['loss']:+.5f}  grad_norm {metrics[name]['grad_norm']:.4f}", flush=True)
+    new_rest, base_rest = t_rollout["new"] + t_adv, t_rollout["base"] + t_adv
     print(f"update: base {secs['base']:.1f}s, new {secs['new']:.1f}s, ratio {secs['base'] / secs['new']:.2f}x "
           f"(new in fp32: {secs['new fp32']:.1f}s, ratio {secs['base'] / secs['new fp32']:.2f}x)")
-    print(f"step (rollout + advantages + update): base {rest + secs['base']:.1f}s, new {rest + secs['new']:.1f}s, "
-          f"ratio {(rest + secs['base']) / (rest + secs['new']):.2f}x")
+    print(f"step (rollout + advantages + update): base {base_rest + secs['base']:.1f}s, new "
+          f"{new_rest + secs['new']:.1f}s, ratio {(base_rest + secs['base']) / (new_rest + secs['new']):.2f}x")
     return 0
 
 

@@ -142,6 +142,24 @@ def test_hf_greedy_batched_equals_single_and_argmax(tiny_model, tiny_tokenizer):
         assert s.token_ids == logits[len(p) - 1: -1].argmax(-1).tolist()
 
 
+def test_hf_shared_prompts_prefill_once(tiny_model, tiny_tokenizer):
+    """A batch repeating prompts (n episodes of a task) runs each distinct prompt's prefill once, and samples
+    exactly as if every row were prefilled: greedy tokens equal the unshared path, logprobs the forward pass."""
+    a, b = prompts_of(tiny_tokenizer)[:2]
+    prompts = [a, b, a, a, b]
+    rows, greedy = [], Sampling(temperature=0, max_tokens=6)
+    hook = tiny_model.register_forward_pre_hook(lambda m, a, kw: rows.append(kw["input_ids"].shape), with_kwargs=True)
+    try:
+        out = HFSampler(tiny_model, tiny_tokenizer).generate(prompts, greedy)
+    finally:
+        hook.remove()
+    assert rows[0] == (2, max(len(a), len(b)) - 1) and all(r == (5, 1) for r in rows[1:])  # prefill, then decode
+    for p, s in zip(prompts, out):
+        assert s.token_ids == HFSampler(tiny_model, tiny_tokenizer).generate([p], greedy)[0].token_ids
+        assert torch.allclose(torch.tensor(s.logprobs), forward_logprobs(tiny_model, p + s.token_ids)[len(p) - 1:],
+                              atol=1e-4, rtol=0)
+
+
 def test_hf_stops_on_stop_token_without_padding(tiny_model, tiny_tokenizer):
     prompts = prompts_of(tiny_tokenizer)[:2]
     sampler = HFSampler(tiny_model, tiny_tokenizer)
