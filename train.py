@@ -51,7 +51,7 @@ import didpo
 import env as envlib
 import rollout
 import tasks as tasklib
-from trainer import checkpoint, fsdp
+from trainer import checkpoint, fsdp, prefix
 from trainer.hardware import attention, cpu_bf16_is_fast, keep_freed_memory, settle_cpu_bf16
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
@@ -115,6 +115,7 @@ class Config:
                         # (bench/gpu_learner.py, pack compare rows).
     ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
     ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)
+    share_prefix: bool = True  # sdpa: a micro-batch's rows that begin alike (a group's prompt) run it once
     logprob_chunk: int = 128  # tokens per lm_head chunk (CPU: its fp32 logits < 32 MB, hardware.keep_freed_memory)
     # run
     steps: int = 3  # optimizer steps (a resumed run continues up to this many)
@@ -239,9 +240,10 @@ class Policy(torch.nn.Module):
     `autocast`: run the decoder under CPU bf16 autocast (fp32 master weights; the residual
     stream, norms and the lm_head stay fp32, so log-probs stay close to fp32's)."""
 
-    def __init__(self, lm: torch.nn.Module, chunk: int, autocast: bool = False, pack: bool = False):
+    def __init__(self, lm: torch.nn.Module, chunk: int, autocast: bool = False, pack: bool = False,
+                 share: bool = False):
         super().__init__()
-        self.lm, self.chunk, self.autocast, self.pack = lm, chunk, autocast, pack
+        self.lm, self.chunk, self.autocast, self.pack, self.share = lm, chunk, autocast, pack, share
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entropy: bool = False,
                 mask: torch.Tensor | None = None):
@@ -251,7 +253,8 @@ class Policy(torch.nn.Module):
 
         `pack`: the decoder runs on the N real tokens side by side in one row, position ids restarting
         at 0 for each sequence, and no attention mask. transformers reads each restart as a sequence
-        start: a block-diagonal causal mask (sdpa, eager) or the varlen kernel (flash_attention_2)."""
+        start: a block-diagonal causal mask (sdpa, eager) or the varlen kernel (flash_attention_2).
+        `share` (when not packing): rows that begin alike run their common prefix once (trainer.prefix)."""
         keep = (mask if mask is not None else attention_mask[:, 1:]).bool()  # (B, T-1)
         targets = input_ids[:, 1:][keep]  # (M,): position j predicts token j+1 of its own row
         with torch.autocast(input_ids.device.type, dtype=torch.bfloat16, enabled=self.autocast):
@@ -266,6 +269,11 @@ class Policy(torch.nn.Module):
                                   ).last_hidden_state[0]  # (N, H)
                 # Row b's position j is packed index cu[b] + j: gather the (M, H) kept states.
                 h = h[(cu[:-1, None] + torch.arange(keep.shape[1], device=keep.device))[keep]]
+            elif self.share and prefix.worth(P := prefix.shared_length(input_ids, attention_mask), input_ids.shape[1]):
+                ids, pos, tree, index = prefix.tree_row(input_ids, attention_mask, P)
+                h = self.lm.model(input_ids=ids, position_ids=pos, attention_mask=tree, use_cache=False
+                                  ).last_hidden_state[0]  # (N, H)
+                h = h[index[:, :-1][keep]]  # (M, H)
             else:
                 h = self.lm.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
                 h = h[:, :-1][keep]  # (M, H)
@@ -305,6 +313,10 @@ def packs(cfg: Config, device: torch.device) -> bool:
     return cfg.pack == "on" or (cfg.pack == "auto" and attention(device) == "flash_attention_2")
 
 
+def shares(cfg: Config, device: torch.device) -> bool:
+    return cfg.share_prefix and not packs(cfg, device) and attention(device) == "sdpa"
+
+
 def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False,
                   config=None) -> Policy:
     """FSDP2 over a model built on the meta device; the weights come from rank 0.
@@ -339,7 +351,7 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     # so train() changes nothing else.
     shell.train(not frozen)
     shell.config.use_cache = False
-    policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device), packs(cfg, device))
+    policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device), packs(cfg, device), shares(cfg, device))
     return fsdp.shard(policy, lm, device, world, bf16=bf16, frozen=frozen)
 
 
@@ -383,16 +395,18 @@ def score(policy: Policy, batches) -> list[torch.Tensor]:
 
 def micro_batches(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], cfg: Config, device) -> list:
     """Padded micro-batches of one rank's trajectories. With micro_batch_tokens (verl's dynamic batch
-    size) the sequences are sorted by length and packed greedily while B x T_max <= the budget (the
-    sum of lengths when the forward packs them), so a long sequence never pads many short ones;
-    otherwise micro_batch_size sequences each, in order."""
+    size) the sequences are sorted by length (sharing prefixes: by group, then length) and taken greedily
+    while the forward's tokens (B x T_max; packed: their sum; shared: prefix.tokens) fit the budget, so a
+    long sequence never pads many short ones; otherwise micro_batch_size sequences each, in order."""
     order, n = list(range(len(trajs))), [len(t.token_ids) for t in trajs]
     if cfg.micro_batch_tokens:
-        order.sort(key=lambda i: -n[i])
-        pack, parts = packs(cfg, torch.device(device)), []
+        pack, share, parts = packs(cfg, torch.device(device)), shares(cfg, torch.device(device)), []
+        # Longest first; sharing, a group's rows stay together (they share their prompt).
+        order.sort(key=(lambda i: (trajs[i].task_id, -n[i])) if share else (lambda i: -n[i]))
         for i in order:
             p = [*(parts[-1] if parts else []), i]  # the current part, grown by i
-            tokens = sum(n[j] for j in p) if pack else len(p) * max(n[j] for j in p)
+            P = prefix.common_prefix([trajs[j].token_ids for j in p]) if share and len(p) > 1 else 0
+            tokens = sum(n[j] for j in p) if pack else prefix.tokens([n[j] for j in p], P)
             if len(p) == 1 or tokens > cfg.micro_batch_tokens:
                 parts.append([])
             parts[-1].append(i)

@@ -125,13 +125,41 @@ def test_packed_gradients_equal_padded(tiny_model):
         torch.testing.assert_close(grads[1][n], g, atol=1e-5, rtol=1e-5, msg=n)
 
 
+def test_a_shared_prefix_runs_once_with_the_padded_batchs_logprobs_and_gradients(tiny_model):
+    """trainer.prefix: rows that share a prompt run it once, in one tree-masked row. Log-probs, entropies
+    and gradients equal the padded batch's (a mask letting a row see another's tokens, or a position
+    id not continuing from the prefix, fails here), with a row that is the prompt alone and two equal
+    rows; and the decoder really saw one row of P + sum(n - P) tokens."""
+    import copy
+
+    import train
+
+    lens, P = [31, 20, 27, 25, 25], 20  # row 1 is the prompt alone, rows 3 and 4 are equal
+    ids, attn = _ragged(lens, tiny_model.config.vocab_size, seed=3)
+    ids[:, :P], ids[4] = ids[0, :P], ids[3]
+    w = torch.randn(ids.shape[0], ids.shape[1] - 1, generator=torch.Generator().manual_seed(4))
+    seen, out = [], []
+    for share in (False, True):
+        policy = train.Policy(copy.deepcopy(tiny_model), chunk=4, share=share)
+        policy.lm.model.register_forward_pre_hook(lambda m, a, kw: seen.append(tuple(kw["input_ids"].shape)),
+                                                  with_kwargs=True)
+        lp, ent = policy(ids, attn, entropy=True)
+        ((lp + 0.1 * ent) * w).sum().backward()
+        out.append((lp.detach(), ent.detach(), {n: p.grad for n, p in policy.named_parameters()}))
+    assert seen == [tuple(ids.shape), (1, P + sum(n - P for n in lens))]
+    torch.testing.assert_close(out[1][0], out[0][0], atol=2e-6, rtol=0)
+    torch.testing.assert_close(out[1][1], out[0][1], atol=2e-6, rtol=0)
+    for n, g in out[0][2].items():
+        torch.testing.assert_close(out[1][2][n], g, atol=1e-5, rtol=1e-5, msg=n)
+
+
 def test_micro_batches_by_token_budget():
     import train
     from env import Trajectory
 
     trajs = [Trajectory(task_id="t", token_ids=[1] * n, loss_mask=[0] + [1] * (n - 1)) for n in (12, 37, 22, 17, 12)]
     advs = [torch.zeros(len(t.token_ids)) for t in trajs]
-    cfg = train.Config(micro_batch_tokens=40)
+    cfg = train.Config(micro_batch_tokens=40, share_prefix=False)
     # Longest first; a part grows while (its sequences + 1) x its longest <= 40:
     # 2 x 37 and 2 x 22 do not fit, 2 x 17 = 34 does, 3 x 17 = 51 does not.
     got = [tuple(int(n) for n in b[1].sum(1)) for b in train.micro_batches(trajs, advs, cfg, "cpu")]
@@ -143,6 +171,17 @@ def test_micro_batches_by_token_budget():
     # Packed, the budget counts real tokens: 22 + 17 = 39 fits 40, 12 + 12 = 24 fits, 17 + 12 + 12 does not.
     packed = train.micro_batches(trajs, advs, train.Config(micro_batch_tokens=40, pack="on"), "cpu")
     assert [tuple(int(n) for n in b[1].sum(1)) for b in packed] == [(37,), (22, 17), (12, 12)]
+    # Sharing prefixes, a group stays together and costs its tree row: group a (prompt 30, rows 40, 36,
+    # 33) is 30 + 10 + 6 + 3 = 49 <= 50, its rows with b's share nothing (4 x 40 padded), b is 30 + 8 + 5.
+    grouped = [Trajectory(task_id=t, token_ids=[p] * 30 + [100 + i] * (n - 30), loss_mask=[0] * 30 + [1] * (n - 30))
+             for i, (t, p, n) in enumerate([("b", 6, 35), ("a", 5, 33), ("a", 5, 40), ("b", 6, 38), ("a", 5, 36)])]
+    zeros = [torch.zeros(len(t.token_ids)) for t in grouped]
+    got = [tuple(int(n) for n in b[1].sum(1)) for b in train.micro_batches(grouped, zeros, train.Config(
+        micro_batch_tokens=50, share_prefix=True), "cpu")]
+    assert got == [(40, 36, 33), (38, 35)]
+    got = [tuple(int(n) for n in b[1].sum(1)) for b in train.micro_batches(grouped, zeros, train.Config(
+        micro_batch_tokens=50, share_prefix=False), "cpu")]
+    assert got == [(40,), (38,), (36,), (35,), (33,)]
 
 
 def test_cpu_bf16_autocast_keeps_fp32_weights_and_close_logprobs(tiny_model, tiny_tokenizer):
