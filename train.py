@@ -100,7 +100,7 @@ class Config:
     clip_high: float = 0.28  # ε_high: ratio ceiling 1 + ε_high (clip-higher, DAPO)
     dual_clip: float | None = 3.0  # c > 1 bounds the loss of A < 0 tokens at c·|A|; none turns it off
     kl_coef: float = 0.0  # β of the k3 KL to a frozen reference; 0: no reference model
-    entropy_coef: float = 0.001  # α: loss −= α·entropy
+    entropy_coef: float = 0.0  # α: loss −= α·entropy. 0: in a step of tied groups Adam makes it the step (learn.py)
     loss_agg: str = "token-mean"  # token-mean | seq-mean-token-mean
     tis_cap: float = 0.0  # truncated importance sampling cap on sampler/learner ratio; 0 = off
     # optimizer
@@ -449,7 +449,7 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
         for k, batches in enumerate(minis):
             opt.zero_grad(set_to_none=True)
             for j, (ids, attn, mask, adv, slp) in enumerate(batches):
-                logp, ent = policy(ids, attn, entropy=cfg.entropy_coef > 0, mask=mask)
+                logp, ent = policy(ids, attn, entropy=True, mask=mask)  # logged even when not in the loss
                 old_lp = olds[k][j] if olds else logp.detach()
                 has_slp = bool((slp != 0).any())
                 if has_slp and epoch == 0:  # each token once
