@@ -36,8 +36,9 @@ fail has zero advantages everywhere, and an entropy bonus is then the whole grad
 it by its own scale, so it moves the weights as far as a real step would. With α = 0.001, a didpo
 run of this script (seed 0, 2026-12-04) met such steps from the start: entropy 1.37, 1.89, 2.59,
 2.89, 4.13, 4.28, 4.94, 5.69, 6.90 over steps 1-9, reward 0 in all of them (the model drifted to
-noise before any group held a success). The run committed before (bench/results/learn-seed0.json)
-had the same drift (1.37 -> 2.66) until its third step drew a success.
+noise before any group held a success). The run committed before with α = 0.001 (7e52a6a) had the
+same drift (1.37 -> 2.66) until its third step drew a success; bench/results/learn-seed0.json is now
+the α = 0 run.
 """
 
 from __future__ import annotations
