@@ -23,10 +23,10 @@ shared machine are noisy; the ratio is measured in one run.
 Measured 2026-12-04 on 2 cores without AVX512-BF16 (so every path ran fp32; 16 rows of 567-588
 tokens, prompts 467; the new update runs first, on a fresh heap): rollout base 38.1 s, new 29.5 s;
 update base 103.7 s, new 26.3 s (3.95x; 10.8 s of it system time, the kernel zeroing the heap's
-first pages), new again on the grown heap 20.8 s, without shared prefixes 52.3 s (the shared prompt:
-2 x 467 + 1,600 tokens instead of 9,240); step base 141.9 s, new 55.7 s, ratio 2.55x (50.3 s on a
-grown heap, as train.py's later steps). New vs fp32 log-probs: max |d| 0.0000. Losses differ from
-the base's by the entropy bonus, which is 0 by default since 435811a.
+first pages), new fp32 (the same path here) on the grown heap 20.8 s, without shared prefixes
+52.3 s (the shared prompt: 2 x 467 + 1,600 tokens instead of 9,240); step base 141.9 s, new
+55.7 s, ratio 2.55x (50.3 s on a grown heap, as train.py's later steps). New vs fp32 log-probs:
+max |d| 0.0000. Losses differ from the base's by the entropy bonus, 0 by default since 435811a.
 """
 
 from __future__ import annotations
