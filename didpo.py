@@ -246,12 +246,16 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q); module docstring.
     solve(clauses, known) -> q of the free versions; mean_field by default (bench/credit.py also runs it exactly)."""
     pieces: list[list] = [[] for _ in group]
-    bugs, good, clauses = set(), set(), []
+    bugs, good, clauses, seen = set(), set(), [], {}
     for i, tr in enumerate(group):
         final = None
         for t, turn in enumerate(tr.turns):
             wrote, body = written_functions(turn)
-            version = {f: (f, tuple(x for x in map(diffs.normalize_line, ls) if x)) for f, ls in body.items()}
+            version = {}
+            for f, ls in body.items():  # bodies recur unchanged across turns and trajectories: normalize each once
+                if (key := (f, tuple(ls))) not in seen:
+                    seen[key] = (f, tuple(x for x in map(diffs.normalize_line, ls) if x))
+                version[f] = seen[key]
             index = tests_naming(turn.public) if turn.public else None
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))

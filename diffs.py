@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import heapq
 import math
 import statistics
@@ -168,6 +169,7 @@ def _strip_comment(line: str) -> str:
     return line
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a group's files repeat most of their lines in every turn and trajectory
 def normalize_line(line: str) -> str:
     """A line without its comment, whitespace folded to single spaces; "" for blank and comment-only lines."""
     if "#" in line:
