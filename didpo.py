@@ -246,16 +246,12 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q); module docstring.
     solve(clauses, known) -> q of the free versions; mean_field by default (bench/credit.py also runs it exactly)."""
     pieces: list[list] = [[] for _ in group]
-    bugs, good, clauses, seen = set(), set(), [], {}
+    bugs, good, clauses = set(), set(), []
     for i, tr in enumerate(group):
         final = None
         for t, turn in enumerate(tr.turns):
             wrote, body = written_functions(turn)
-            version = {}
-            for f, ls in body.items():  # bodies recur unchanged across turns and trajectories: normalize each once
-                if (key := (f, tuple(ls))) not in seen:
-                    seen[key] = (f, tuple(x for x in map(diffs.normalize_line, ls) if x))
-                version[f] = seen[key]
+            version = {f: (f, tuple(x for x in map(diffs.normalize_line, ls) if x)) for f, ls in body.items()}
             index = tests_naming(turn.public) if turn.public else None
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
@@ -362,12 +358,12 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
             if pieces[i]:  # A^D centered inside each piece, then A^V of the piece's version on top
-                _, own = credit_mod.project(tr, [(t, rs, 0.0, n) for n, (t, u, rs) in enumerate(pieces[i])])
+                av, own = credit_mod.project(tr, [(t, rs, verdicts[u] * hi + (1.0 - verdicts[u]) * lo - episode[i], n)
+                                                  for n, (t, u, rs) in enumerate(pieces[i])])
                 sel = own >= 0
                 sums = np.bincount(own[sel], weights=diff[i][sel], minlength=len(pieces[i]))
                 diff[i][sel] -= (sums / np.maximum(np.bincount(own[sel], minlength=len(pieces[i])), 1))[own[sel]]
-                av = [(t, rs, verdicts[u] * hi + (1.0 - verdicts[u]) * lo - episode[i], 0) for t, u, rs in pieces[i]]
-                diff[i] += credit_mod.project(tr, av)[0]
+                diff[i] += av
 
     token_adv, covered, n_resp = [], 0, 0
     for i, tr in enumerate(group):
