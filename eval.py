@@ -216,6 +216,7 @@ def _make_sampler(cfg: EvalConfig):
     import torch
 
     import rollout
+    from trainer.hardware import prepack_linears
 
     if cfg.sampler not in ("auto", "hf", "vllm"):
         raise ValueError(f"--sampler {cfg.sampler!r} is not auto, hf or vllm")
@@ -228,7 +229,7 @@ def _make_sampler(cfg: EvalConfig):
         return rollout.VLLMSampler(path, tok, seed=cfg.seed), tok
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model, tok = rollout.load_model(cfg.model, dtype=torch.bfloat16 if device == "cuda" else None, device=device)
-    return rollout.HFSampler(model, tok, batch_size=cfg.batch_size), tok
+    return rollout.HFSampler(prepack_linears(model), tok, batch_size=cfg.batch_size), tok
 
 
 def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, grade_mode: str) -> list[SampleRecord]:

@@ -153,13 +153,7 @@ def load_tokenizer(name: str):
     return tok
 
 
-# ---------------------------------------------------------------------------
-# Samplers: one small interface, token ids in, token ids out.
-#
-#   generate(prompts: list[list[int]], sampling) -> list[Sample]    (input order)
-#   load_weights(named_tensors)                                     (the learner -> sampler boundary)
-#   sleep() / wake(tags=None)                                       (free / retake accelerator memory)
-# ---------------------------------------------------------------------------
+# --- samplers: generate (input order), load_weights (the learner -> sampler boundary), sleep / wake ---
 
 log = logging.getLogger("didpo.rollout")
 
@@ -205,7 +199,7 @@ def _check_prompts(prompts: list[list[int]]) -> None:
 
 
 class _Awake:
-    """The sleep/wake state every sampler shares: generating while asleep is a bug in the caller's loop."""
+    """Every sampler's sleep/wake flag (generating asleep is a bug in the caller's loop); HF and scripted: only that."""
 
     asleep = False
 
@@ -213,16 +207,45 @@ class _Awake:
         if self.asleep:
             raise RuntimeError(f"{type(self).__name__}.generate called while asleep; call wake() first")
 
+    def sleep(self) -> None:
+        self.asleep = True
+
+    def wake(self, tags: list[str] | None = None) -> None:
+        self.asleep = not _fully_woken(tags)
+
+
+class _AppendLayer(transformers.cache_utils.DynamicLayer):
+    """A KV-cache layer that appends in place, into buffers with `room` spare positions: DynamicLayer's
+    concatenation copies the whole cache each decode step (on 2 CPU cores 30% of a 16-row step). It hands
+    on views of the filled part; a method that replaces them by a copy (reorder_cache) makes it start anew."""
+
+    def __init__(self, room: int):
+        super().__init__()
+        self.room, self.buffers = room, (torch.empty(0, 0, 0, 0),)
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n, kb = self.get_seq_length(), self.buffers[0]
+        m, view = n + key_states.shape[2], self.keys.data_ptr() == kb.data_ptr() and kb.shape[:2] == self.keys.shape[:2]
+        if not view or kb.shape[-2] < m:
+            shape = (*key_states.shape[:-2], m + self.room, key_states.shape[-1])
+            self.buffers = key_states.new_empty(shape), value_states.new_empty(shape)
+            for b, old in zip(self.buffers, (self.keys, self.values)):
+                b[..., :n, :] = old if n else 0
+        for b, new in zip(self.buffers, (key_states, value_states)):
+            b[..., n:m, :] = new
+        self.keys, self.values = (b[..., :m, :] for b in self.buffers)
+        return self.keys, self.values
+
 
 class HFSampler(_Awake):
     """transformers `generate`, batched with left padding; the reference sampler, on any device.
 
-    Log-probs are of the raw policy: logprobs[k] = log_softmax(logits_k)[token_k] in fp32, taken
-    from the logits before temperature and top-p. So they equal what the learner's forward pass
-    over the final token_ids gives at the sampled positions (the PPO ratio's denominator), for any
-    sampling temperature; the tokens themselves are drawn from the temperature / top-p
-    distribution. vLLM returns the same quantity (its default logprobs_mode="raw_logprobs").
-    """
+    Log-probs are of the raw policy: logprobs[k] = log_softmax(logits_k)[token_k] in fp32, from the
+    logits before temperature and top-p, so they equal the learner's forward pass over the final
+    token_ids (the PPO ratio's denominator) for any sampling temperature; the tokens are drawn from the
+    temperature / top-p distribution. vLLM returns the same (its default logprobs_mode="raw_logprobs")."""
 
     def __init__(self, model, tokenizer, batch_size: int = 16):
         if batch_size < 1:
@@ -258,29 +281,28 @@ class HFSampler(_Awake):
         greedy = sampling.temperature == 0
         # Rows with the same prompt (a group's n episodes in turn 1) share its prefill (CPU: 16 x 467 prompt
         # tokens 9.6 s, the 2 distinct ones 1.1 s): generate starts from their KV cache, copied to every row.
-        kw, distinct = {}, {}
+        distinct, dev = {}, self.model.device
         rows = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]  # row -> its distinct prompt
+        name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+        kw = {name: transformers.DynamicCache(config=self.model.config)}
+        kw[name].layers = [_AppendLayer(sampling.max_tokens) if type(x) is transformers.cache_utils.DynamicLayer else x
+                           for x in kw[name].layers]
         if len(distinct) < B and T > 1:
-            first, dev = [rows.index(u) for u in range(len(distinct))], self.model.device
+            first = [rows.index(u) for u in range(len(distinct))]
             pos = (mask.cumsum(-1) - 1).clamp(min=0)  # B x T, generate's position ids for left padding
-            name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
-            kw[name] = transformers.DynamicCache(config=self.model.config)
             self.model(input_ids=ids[first, :-1].to(dev), attention_mask=mask[first, :-1].to(dev),
-                       position_ids=pos[first, :-1].to(dev), use_cache=True, logits_to_keep=1, **{name: kw[name]})
+                       position_ids=pos[first, :-1].to(dev), use_cache=True, logits_to_keep=1, **kw)
             kw[name].reorder_cache(torch.tensor(rows, device=dev))  # U rows -> B rows
         cfg = transformers.GenerationConfig(
             max_new_tokens=sampling.max_tokens, do_sample=not greedy, top_k=None if greedy else 0,
             temperature=1.0 if greedy else sampling.temperature, top_p=1.0 if greedy else sampling.top_p,
             eos_token_id=stop or None, pad_token_id=self.pad_id, return_dict_in_generate=True, output_logits=True,
         )
-        # generate() fills every field we leave unset from model.generation_config (Qwen2.5 ships
-        # top_k=20, repetition_penalty=1.1), which would silently change the distribution; the
-        # sampling here is exactly `Sampling`, so generate runs against a blank default config.
+        # generate() fills every field left unset from model.generation_config (Qwen2.5 ships top_k=20,
+        # repetition_penalty=1.1); the sampling is exactly `Sampling`, so generate runs on a blank config.
         saved, self.model.generation_config = self.model.generation_config, transformers.GenerationConfig()
         try:
-            out = self.model.generate(
-                input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device), generation_config=cfg,
-                **kw)
+            out = self.model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), generation_config=cfg, **kw)
         finally:
             self.model.generation_config = saved
         new = out.sequences[:, T:].cpu()  # B x N, N <= max_tokens
@@ -312,31 +334,20 @@ class HFSampler(_Awake):
                                  f"the model's is {tuple(state[name].shape)}")
             state[name].copy_(tensor)
 
-    def sleep(self) -> None:
-        # HF keeps nothing between calls (its KV cache lives inside generate) and the model may be
-        # the learner's own, so there is nothing to free; the flag still catches a missing wake().
-        self.asleep = True
-
-    def wake(self, tags: list[str] | None = None) -> None:
-        self.asleep = not _fully_woken(tags)
-
 
 def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
     """Runs inside the vLLM worker (`LLM.collective_rpc` passes it first): load HF-named weights.
 
-    `reload_weights(weights_iterator=...)` (vLLM's layerwise reload, vLLM >= 0.18) feeds the
-    tensors to the model's own `load_weights` (HF names -> vLLM's fused qkv_proj / gate_up_proj),
-    re-runs each loaded layer's post-load processing and copies the result into the existing
-    tensors (so CUDA-graph pointers stay valid). A plain in-place `model.load_weights` is not enough
-    on every platform: on CPU that processing prepacks each linear weight for oneDNN and frees the
-    original, so there is no plain tensor left to copy into.
+    `reload_weights(weights_iterator=...)` (vLLM's layerwise reload, vLLM >= 0.18) feeds the tensors to
+    the model's own `load_weights` (HF names -> vLLM's fused qkv_proj / gate_up_proj), re-runs each loaded
+    layer's post-load processing and copies the result into the existing tensors (CUDA-graph pointers stay
+    valid). A plain in-place `model.load_weights` is not enough: on CPU that processing prepacks each
+    linear weight for oneDNN and frees the original, so no plain tensor is left to copy into.
 
-    A tied head (SmolLM2, Qwen2.5 0.5-3B: lm_head.weight IS embed_tokens.weight) loads no tensor
-    of its own, so the reload never re-processes it: where processing derives a private copy of the
-    weight (CPU: the head's packed GEMM weight) the engine would keep sampling with the old head.
-    Every layer that shares a parameter with an earlier layer is therefore re-processed from the
-    now-updated shared tensor.
-    """
+    A tied head (SmolLM2, Qwen2.5 0.5-3B: lm_head.weight IS embed_tokens.weight) loads no tensor of its
+    own, so the reload never re-processes it, and where processing derives a private copy (CPU: the head's
+    packed GEMM weight) the engine would sample with the old head. So every layer sharing a parameter with
+    an earlier layer is re-processed from the now-updated shared tensor."""
     from vllm.config import set_current_vllm_config
 
     worker.reload_weights(weights_iterator=weights)
@@ -353,16 +364,14 @@ def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) ->
 class VLLMSampler(_Awake):
     """`vllm.LLM` behind the same interface: token-id prompts, SamplingParams(logprobs=0).
 
-    logprobs=0 returns the sampled token's log-prob, raw (vLLM's default logprobs_mode
-    "raw_logprobs": before temperature / top-p), the same quantity HFSampler returns.
-    The engine runs inside this process (VLLM_ENABLE_V1_MULTIPROCESSING=0), so load_weights
-    hands it tensors by reference; under torchrun each rank holds one engine
-    (distributed_executor_backend="external_launcher", which needs in-process too). Sleep mode
-    is used where the platform has it (CUDA, ROCm, XPU); elsewhere (CPU) sleep() / wake() are
-    logged no-ops. A request seed is derived per prompt (seed * 1_000_003 + i): one shared seed
-    would give the n identical prompts of a task group n identical samples. `seed` seeds the
-    engine, which draws every unseeded request: give each data-parallel engine its own
-    (train.make_sampler: seed + rank), or the ranks sample identically.
+    logprobs=0 returns the sampled token's log-prob, raw (vLLM's default logprobs_mode "raw_logprobs":
+    before temperature / top-p), the same quantity HFSampler returns. The engine runs inside this process
+    (VLLM_ENABLE_V1_MULTIPROCESSING=0), so load_weights hands it tensors by reference; under torchrun each
+    rank holds one engine (distributed_executor_backend="external_launcher", in-process too). Sleep mode
+    is used where the platform has it (CUDA, ROCm, XPU); elsewhere (CPU) sleep() / wake() are logged
+    no-ops. A request seed is derived per prompt (seed * 1_000_003 + i): one shared seed would give a
+    group's n identical prompts n identical samples. `seed` seeds the engine, which draws every unseeded
+    request: give each data-parallel engine its own (train.make_sampler: seed + rank).
     """
 
     def __init__(self, model: str, tokenizer=None, dtype: str = "auto", seed: int = 0,
@@ -482,12 +491,6 @@ class ScriptedSampler(_Awake):
 
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         pass  # a script has no weights
-
-    def sleep(self) -> None:
-        self.asleep = True
-
-    def wake(self, tags: list[str] | None = None) -> None:
-        self.asleep = not _fully_woken(tags)
 
 
 def _fully_woken(tags: list[str] | None) -> bool:

@@ -52,7 +52,7 @@ import env as envlib
 import rollout
 import tasks as tasklib
 from trainer import checkpoint, fsdp, prefix
-from trainer.hardware import attention, cpu_bf16_is_fast, keep_freed_memory, settle_cpu_bf16
+from trainer.hardware import attention, cpu_bf16_is_fast, keep_freed_memory, prepack_linears, settle_cpu_bf16
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
@@ -487,7 +487,7 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
                                    max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
                                    sleep_level=2)
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
-    return rollout.HFSampler(copy.deepcopy(lm).to(device).eval(), tokenizer)
+    return rollout.HFSampler(prepack_linears(copy.deepcopy(lm).to(device).eval()), tokenizer)
 
 
 def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig,

@@ -6,7 +6,9 @@
 
 One real rollout (the HF sampler, the embedded default's settings: 2 tasks x G 8, one turn of 100
 tokens) gives the trajectories and advantages, as `train.py` would; the same rollout also runs with
-rollout.py at --base (each row prefills its own prompt; new: a group's prompt is prefilled once).
+rollout.py at --base on a plain copy of the model (each row prefills its own prompt, the KV cache grows
+by concatenation; new: a group's prompt is prefilled once, the cache appends in place, the linears run
+on oneDNN-packed weights).
 Then, from the same weights:
   base: `learn` of train.py at --base (fp32, 4 sequences per micro-batch, a separate old-log-prob
         forward, the lm_head over every position), loaded from git;
@@ -20,13 +22,14 @@ It prints each update's seconds and their ratio, the step (rollout + advantages 
 ways, and how far the new path's log-probs are from fp32's on the response tokens. Timings on a
 shared machine are noisy; the ratio is measured in one run.
 
-Measured 2026-12-04 on 2 cores without AVX512-BF16 (so every path ran fp32; 16 rows of 567-588
-tokens, prompts 467; the new update runs first, on a fresh heap): rollout base 38.1 s, new 29.5 s;
-update base 103.7 s, new 26.3 s (3.95x; 10.8 s of it system time, the kernel zeroing the heap's
-first pages), new fp32 (the same path here) on the grown heap 20.8 s, without shared prefixes
-52.3 s (the shared prompt: 2 x 467 + 1,600 tokens instead of 9,240); step base 141.9 s, new
-55.7 s, ratio 2.55x (50.3 s on a grown heap, as train.py's later steps). New vs fp32 log-probs:
-max |d| 0.0000. Losses differ from the base's by the entropy bonus, 0 by default since 435811a.
+Measured 2026-12-04 on 2 cores without AVX512-BF16 (every path fp32; 16 rows of 567-588 tokens, prompts
+467; the new update runs first, on a fresh heap), after the sampler's in-place KV cache and packed
+linears: rollout base 28.5 s, new 15.0 s (generate 14.6 s; the same tokens in 16/16 trajectories);
+update base 66.0 s, new 18.8 s (3.50x; 6.9 s of it system time, the kernel zeroing the heap's first
+pages), new fp32 on the grown heap 14.7 s, without shared prefixes 36.5 s; step base 94.5 s, new
+33.8 s, ratio 2.79x. New vs fp32 log-probs: max |d| 0.0000. The same machine ran slower in the
+previous session (base update 103.7 s); there, before this sampler change, new rollout 29.5 s, step
+55.7 s. Losses differ from the base's by the entropy bonus, 0 by default since 435811a.
 """
 
 from __future__ import annotations
@@ -94,7 +97,8 @@ def main(argv=None) -> int:
     sampler = train.make_sampler(cfg, rollout.resolve(cfg.model), lm, tok, device)
     acfg = train.adv_config(cfg)
     t_rollout, gen, rolled = {}, {}, {}
-    for name, smp in (("new", sampler), ("base", load_base(a.base, "rollout").HFSampler(sampler.model, tok))):
+    plain = copy.deepcopy(lm).eval()  # the base sampler's model: no packed weights (hardware.prepack_linears)
+    for name, smp in (("new", sampler), ("base", load_base(a.base, "rollout").HFSampler(plain, tok))):
         torch.manual_seed(cfg.seed * 100003)
         times: dict = {}
         t = time.perf_counter()

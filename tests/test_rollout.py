@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 
 import env
 import rollout
@@ -21,6 +22,7 @@ import sandbox
 import tasks
 from protocol import chat
 from rollout import HFSampler, Sample, Sampling, ScriptedSampler
+from trainer import hardware
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "tasks.jsonl"
 
@@ -205,6 +207,52 @@ def test_hf_load_weights_changes_and_restores_output(tiny_model, tiny_tokenizer)
         sampler.load_weights([("not_a_weight", torch.zeros(1))])
     with pytest.raises(ValueError, match="shape"):
         sampler.load_weights([("model.norm.weight", torch.zeros(3))])
+
+
+def test_append_layer_writes_in_place_and_survives_reorder():
+    """The sampler's KV layer: keys / values equal the concatenation DynamicLayer keeps, each decode step
+    writes into the same buffer (no copy of the cache), and a reorder (shared prefill -> rows) starts anew."""
+    layer, ref = rollout._AppendLayer(room=3), transformers.cache_utils.DynamicLayer()
+    torch.manual_seed(0)
+    steps = [(torch.randn(2, 2, t, 4), torch.randn(2, 2, t, 4)) for t in (5, 1, 1, 1)]
+    ptrs = []
+    for k, v in steps:
+        got, want = layer.update(k, v), ref.update(k, v)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+        ptrs.append(got[0].data_ptr())
+    assert ptrs[0] == ptrs[1] == ptrs[2] == ptrs[3]  # room=3: the three decode steps append in place
+    k, v = torch.randn(2, 2, 1, 4), torch.randn(2, 2, 1, 4)
+    assert all(torch.equal(g, w) for g, w in zip(layer.update(k, v), ref.update(k, v)))  # full: a new buffer
+    rows = torch.tensor([1, 1, 0])
+    layer.reorder_cache(rows), ref.reorder_cache(rows)
+    k, v = torch.randn(3, 2, 1, 4), torch.randn(3, 2, 1, 4)
+    assert all(torch.equal(g, w) for g, w in zip(layer.update(k, v), ref.update(k, v)))
+    assert layer.get_seq_length() == 10
+
+
+def test_prepacked_linears_follow_the_weights(tiny_model, tiny_tokenizer):
+    """prepack_linears: the same function as the plain model (fp32, 1e-5), the same state_dict, a weight
+    changed in place (load_weights, an optimizer step) is repacked, and with grad on it is nn.Linear."""
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch build has no oneDNN: prepack_linears leaves the model as it is")
+    plain, packed = copy.deepcopy(tiny_model), hardware.prepack_linears(copy.deepcopy(tiny_model))
+    assert isinstance(packed.lm_head, hardware._PrepackedLinear)
+    assert packed.state_dict().keys() == plain.state_dict().keys()
+    ids = torch.tensor([prompts_of(tiny_tokenizer)[1]] * 3)
+    with torch.no_grad():
+        assert torch.allclose(packed(ids).logits, plain(ids).logits, atol=1e-5, rtol=0)
+    assert packed.lm_head.packed_for is not None  # the packed kernel ran
+    sampler, greedy = HFSampler(packed, tiny_tokenizer), Sampling(temperature=0, max_tokens=6)
+    torch.manual_seed(1)
+    new = {n: t + 0.5 * torch.randn_like(t) for n, t in plain.named_parameters()}
+    sampler.load_weights(new.items())
+    plain.load_state_dict(new, strict=False)
+    with torch.no_grad():
+        assert torch.allclose(packed(ids).logits, plain(ids).logits, atol=1e-5, rtol=0)
+    assert [s.token_ids for s in sampler.generate(ids[:1].tolist(), greedy)] == \
+        [s.token_ids for s in HFSampler(plain, tiny_tokenizer).generate(ids[:1].tolist(), greedy)]
+    packed(ids).logits.sum().backward()
+    assert packed.lm_head.weight.grad is not None and packed.model.layers[0].mlp.up_proj.weight.grad is not None
 
 
 def test_sleep_guards_generate(tiny_model, tiny_tokenizer):

@@ -1,5 +1,5 @@
-"""What this machine offers the learner: fast bf16 matmuls on the CPU, an attention kernel, and how
-the process keeps the memory it frees.
+"""What this machine offers the learner and the sampler: fast bf16 matmuls on the CPU, an attention kernel,
+how the process keeps the memory it frees, packed weights for CPU decoding.
 
     python -c "import trainer.hardware as h; print(h.cpu_bf16_is_fast())"
 
@@ -7,6 +7,7 @@ the process keeps the memory it frees.
 elsewhere oneDNN emulates bf16). `attention(device)`: "flash_attention_2" where flash-attn is installed
 on a GPU (requirements-gpu.txt), else torch's "sdpa". train.py turns these into Config's dtype and pack.
 `keep_freed_memory()`: glibc keeps what the CPU learner frees for its next micro-batch (train.init calls it).
+`prepack_linears(model)`: a CPU sampler's linears run on weights prepacked for oneDNN (decoding 3-4x faster).
 """
 
 from __future__ import annotations
@@ -90,3 +91,33 @@ def keep_freed_memory() -> None:
         return
     mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed at glibc's maximum (setting it ends the dynamic one)
     mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: never trim the heap top
+
+
+class _PrepackedLinear(torch.nn.Linear):
+    """nn.Linear whose inference forward on CPU fp32 runs oneDNN on a copy of the weight packed for it.
+
+    The few-row products of decoding (16 rows x 576 -> 1,536) run 3-4x faster on the packed
+    weight (2 AVX-512 cores), the lm_head 2.6x; prefill's hundreds of rows, as fast as before. It is
+    the packing torch's inductor emits for frozen CPU linears. The pack is redone when the weight
+    changed (its version counter: load_weights' copy_, an optimizer step); with grad enabled, or
+    for other dtypes and devices, this is nn.Linear."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.weight
+        if torch.is_grad_enabled() or w.device.type != "cpu" or w.dtype != torch.float32 or x.dtype != w.dtype:
+            return super().forward(x)
+        if getattr(self, "packed_for", None) != (w._version, w.data_ptr()):
+            self.packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), 16)
+            self.packed_for = (w._version, w.data_ptr())
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+
+def prepack_linears(model: torch.nn.Module) -> torch.nn.Module:
+    """Make every plain nn.Linear of `model` a _PrepackedLinear (same parameters and state_dict) where torch
+    has oneDNN (x86 / ARM CPU builds). For a sampler's own model (train.make_sampler, eval): each pack is
+    a second copy of its weight."""
+    if torch.backends.mkldnn.is_available():
+        for m in model.modules():
+            if type(m) is torch.nn.Linear:
+                m.__class__ = _PrepackedLinear
+    return model
