@@ -248,19 +248,18 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     pieces: list[list] = [[] for _ in group]
     bugs, good, clauses = set(), set(), []
     for i, tr in enumerate(group):
-        final = None
         for t, turn in enumerate(tr.turns):
             wrote, body = written_functions(turn)
-            version = {f: (f, tuple(x for x in map(diffs.normalize_line, ls) if x)) for f, ls in body.items()}
+            version = {f: (f, tuple(x for x in map(diffs.normalize_line, body[f]) if x))  # the versions it wrote,
+                       for f in (body if t + 1 == len(tr.turns) else wrote)}               # all of the final S_T
             index = tests_naming(turn.public) if turn.public else None
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
-                if index is not None and (index.get(f) or len(version) == 1) and passes(  # tests that name f judge it
+                if index is not None and (index.get(f) or len(body) == 1) and passes(  # tests that name f judge it
                         turn.public, f, functools.partial(callees, body, f), index) is False:
                     bugs.add(version[f])
-            final = set(version.values())
-        if final is not None:
-            (good.update if tr.reward >= 1.0 else clauses.append)(final)
+        if tr.turns:
+            (good.update if tr.reward >= 1.0 else clauses.append)(set(version.values()))
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     q = defaultdict(lambda: PRIOR, known)
     q.update((solve or mean_field)([c for c in clauses if not any(known.get(u) == 0.0 for u in c)], known))

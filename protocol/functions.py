@@ -11,6 +11,7 @@ the callee's.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 
@@ -26,15 +27,16 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
     out: dict[str, list] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     for path, text in turn.files_after.items():
-        origin = turn.origin.get(path) or []
-        name = ""
-        for k, line in enumerate(lines_of(text)):
-            if line[:1] not in ("", " ", "\t", "#"):  # an unindented code line opens the next top-level statement
-                m = _NAME.match(line)
-                name = m.group(1) if m else ""
-            body[name].append(line)
-            if k < len(origin) and origin[k] is not None:
-                out[name].append(origin[k])
+        lines = lines_of(text)
+        # an unindented code line opens the next top-level statement
+        starts = [k for k, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#")]
+        names = [(m.group(1) if (m := _NAME.match(lines[k])) else "") for k in starts]
+        for k, (a, name) in enumerate(zip([0] + starts, [""] + names)):
+            if part := lines[a : starts[k] if k < len(starts) else len(lines)]:
+                body[name] += part
+        for k, r in enumerate((turn.origin.get(path) or [])[: len(lines)]):
+            if r is not None:
+                out[([""] + names)[bisect.bisect_right(starts, k)]].append(r)
     return out, body
 
 
