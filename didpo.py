@@ -270,9 +270,10 @@ def mean_field(clauses: list[set], known: dict, iters: int = 10) -> dict:
     """q of every free version in the unexplained clauses, by mean-field updates of its log-odds."""
     q = defaultdict(lambda: PRIOR, known)
     of = defaultdict(list)                       # free version -> the clauses that hold it
-    for c in clauses:
-        for u in c - known.keys():
-            of[u].append(c)
+    for c in map(sorted, clauses):               # sorted: the updates' order (and so q) is the same in every process
+        for u in c:
+            if u not in known:
+                of[u].append(c)
     for _ in range(iters):
         for u, cs in of.items():
             lo = math.log(PRIOR / (1 - PRIOR)) + sum(math.log(max(1.0 - math.prod(q[w] for w in c if w != u), 1e-9))

@@ -7,8 +7,8 @@
 The prompts are the first-turn prompts of data/tasks.jsonl as the rollout loop renders them
 (protocol.chat.prompt_ids), sampled at temperature 1 with the end-of-turn stop on. tokens/s = sampled
 tokens (all prompts) / wall seconds of one generate call for the whole batch, after one warm-up
-call; the vLLM engine's start-up is reported apart. HF runs the model in fp32 (the CPU default),
-vLLM in bf16 (its CPU default for this model).
+call; the vLLM engine's start-up is reported apart. HF runs the model in fp32 (the CPU default; its
+linears on oneDNN-packed weights, as train.py and eval.py run it), vLLM in bf16 (its CPU default).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import env  # noqa: E402
 import rollout  # noqa: E402
 import tasks  # noqa: E402
 from protocol import chat  # noqa: E402
+from trainer.hardware import prepack_linears  # noqa: E402
 
 
 def timed(sampler, prompts, sampling) -> tuple[int, float]:
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
           f"up to {args.max_tokens} new tokens each")
     rates = {}
     if "hf" in which:
-        n, s = timed(rollout.HFSampler(model, tok, batch_size=len(prompts)), prompts, sampling)
+        n, s = timed(rollout.HFSampler(prepack_linears(model), tok, batch_size=len(prompts)), prompts, sampling)
         rates["hf"] = n / s
         print(f"hf    fp32  {n:6d} tokens  {s:7.1f} s  {n / s:7.1f} tokens/s")
     del model

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -443,3 +447,14 @@ def test_passes_reads_the_tests_that_name_the_function():
     assert functions.passes(pub, "main") is False
     assert functions.passes(pub, "main", {"helper"}) is None  # its callee fails: the failure may not be main's
     assert functions.passes(pub, "unnamed") is False  # no test names it: all tests are its tests
+
+
+def test_the_verdict_is_the_same_in_every_process():
+    """mean_field updates versions one after another, so their order changes q beyond rounding: it must not
+    follow set order, which Python's per-process string hash seed decides (two runs crediting one group differently)."""
+    code = ("import didpo; cs = [{('f', (str(i),)), ('g', (str(i + 1),)), ('h', (str(i % 3),))} for i in range(12)]; "
+            "print(repr(sorted(didpo.mean_field(cs, {}).items())))")
+    root = Path(__file__).resolve().parents[1]
+    outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
+    assert len(outs) == 1
