@@ -255,6 +255,18 @@ def test_prepacked_linears_follow_the_weights(tiny_model, tiny_tokenizer):
     assert packed.lm_head.weight.grad is not None and packed.model.layers[0].mlp.up_proj.weight.grad is not None
 
 
+def test_prepacked_linear_without_the_kernel_is_a_plain_linear(tiny_model, monkeypatch):
+    """A torch whose oneDNN cannot pack: the module becomes nn.Linear again and computes the same."""
+    def no_kernel(*args):
+        raise RuntimeError("no such kernel")
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight", no_kernel)
+    lin = hardware.prepack_linears(copy.deepcopy(tiny_model)).lm_head
+    x = torch.randn(3, lin.in_features)
+    with torch.no_grad():
+        assert torch.allclose(lin(x), x @ lin.weight.T, atol=1e-6) and type(lin) is torch.nn.Linear
+
+
 def test_sleep_guards_generate(tiny_model, tiny_tokenizer):
     sampler = HFSampler(tiny_model, tiny_tokenizer)
     sampler.sleep()
