@@ -39,6 +39,14 @@ run of this script (seed 0, 2026-12-04) met such steps from the start: entropy 1
 noise before any group held a success). The run committed before with α = 0.001 (7e52a6a) had the
 same drift (1.37 -> 2.66) until its third step drew a success; bench/results/learn-seed0.json is now
 the α = 0 run.
+
+Measured (bench/results/learn-seed{0,1}.json; last 10 − first 10 steps [95% CI], held-out pass@1 after):
+    seed 0 (435811a): didpo +0.400 [0.125, 0.650] 0.30, grpo +0.225 [-0.038, 0.463] 0.45,
+                      gigpo +0.363 [0.138, 0.562] 0.25; pass@1 before 0.20; didpo - grpo +0.237 [0.075, 0.425]
+    seed 1 (679940c): didpo +0.225 [-0.037, 0.475] 0.45, grpo +0.450 [0.212, 0.663] 0.60,
+                      gigpo +0.212 [-0.087, 0.500] 0.55; pass@1 before 0.15; didpo - grpo -0.150 [-0.312, -0.013]
+Every algorithm's reward rises on both seeds; which one rises most changes with the seed: one seed's
+interval resamples steps, not seeds.
 """
 
 from __future__ import annotations
