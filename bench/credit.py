@@ -591,7 +591,8 @@ def main() -> None:
 
     print("\nwithin-trajectory accuracy / token AUC, the worst over seeds " + str(seeds)
           + "  (WF = whole file in one turn, SR = one search/replace per function per turn)")
-    print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>18s}" for n in names + [EXACT]))
+    w = 2 + max(16, *map(len, names + [EXACT]))  # each column as wide as its estimator's name
+    print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>{w}s}" for n in names + [EXACT]))
     worst = {}
     for col, _ in columns:
         for rw in REWARDS:
@@ -604,7 +605,7 @@ def main() -> None:
                     cells.append(f"{a:.2f}/{u:.2f}")
                 d = dropped[(col, rw, G)]
                 label = f"{col} {rw[:3]} G={G}"
-                print(f"{label:26s}{sum(d) / len(d):5.0%}" + "".join(f"{c:>18s}" for c in cells))
+                print(f"{label:26s}{sum(d) / len(d):5.0%}" + "".join(f"{c:>{w}s}" for c in cells))
     default = f"didpo {didpo.AdvConfig().baseline}"
     miss = [(col, rw, G) for col, _ in columns for rw in REWARDS for G in (8, 32)
             if worst[(default, col, rw, G)][0] < (0.99 if col.startswith("clean") else 0.90 if G == 32 else 0.80)
