@@ -43,9 +43,9 @@ the α = 0 run.
 Measured (bench/results/learn-seed{0,1,2}.json; last 10 − first 10 steps [95% CI], held-out pass@1 after):
     seed 0 (435811a): didpo +0.400 [0.125, 0.650] 0.30, grpo +0.225 [-0.038, 0.463] 0.45,
                       gigpo +0.363 [0.138, 0.562] 0.25; pass@1 before 0.20; didpo - grpo +0.237 [0.075, 0.425]
-    seed 1 (679940c): didpo +0.225 [-0.037, 0.475] 0.45, grpo +0.450 [0.212, 0.663] 0.60,
+    seed 1 (805f5de): didpo +0.225 [-0.037, 0.475] 0.45, grpo +0.450 [0.212, 0.663] 0.60,
                       gigpo +0.212 [-0.087, 0.500] 0.55; pass@1 before 0.15; didpo - grpo -0.150 [-0.312, -0.013]
-    seed 2 (6dcd34d): didpo +0.188 [-0.162, 0.512] 0.50, grpo +0.387 [0.100, 0.637] 0.50,
+    seed 2 (b0a97cc): didpo +0.188 [-0.162, 0.512] 0.50, grpo +0.387 [0.100, 0.637] 0.50,
                       gigpo +0.187 [-0.112, 0.463] 0.45; pass@1 before 0.30; didpo - grpo -0.125 [-0.350, 0.050]
 Every algorithm's mean reward is higher over the last 10 steps on every seed; DiDPO's interval is above
 0 on seed 0 only, and GRPO rose more on seeds 1 and 2 (each interval resamples steps, not seeds).
