@@ -47,6 +47,7 @@ Measured (bench/results/learn-seed{0,1,2}.json; last 10 − first 10 steps [95% 
                       gigpo +0.212 [-0.087, 0.500] 0.55; pass@1 before 0.15; didpo - grpo -0.150 [-0.312, -0.013]
     seed 2 (b0a97cc): didpo +0.188 [-0.162, 0.512] 0.50, grpo +0.387 [0.100, 0.637] 0.50,
                       gigpo +0.187 [-0.112, 0.463] 0.45; pass@1 before 0.30; didpo - grpo -0.125 [-0.350, 0.050]
+Seed 0 rerun at 464d352 (packed sampler): every number the same, at 17-18 s/step instead of 27-28.
 Every algorithm's mean reward is higher over the last 10 steps on every seed; DiDPO's interval is above
 0 on seed 0 only, and GRPO rose more on seeds 1 and 2 (each interval resamples steps, not seeds).
 """
