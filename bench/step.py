@@ -97,8 +97,8 @@ def main(argv=None) -> int:
     sampler = train.make_sampler(cfg, rollout.resolve(cfg.model), lm, tok, device)
     acfg = train.adv_config(cfg)
     t_rollout, gen, rolled = {}, {}, {}
-    plain = copy.deepcopy(lm).eval()  # the base sampler's model: no packed weights (hardware.prepack_linears)
-    for name, smp in (("new", sampler), ("base", load_base(a.base, "rollout").HFSampler(plain, tok))):
+    # The base sampler runs on lm itself: make_sampler packed its own copy (hardware.prepack_linears), not lm.
+    for name, smp in (("new", sampler), ("base", load_base(a.base, "rollout").HFSampler(lm, tok))):
         torch.manual_seed(cfg.seed * 100003)
         times: dict = {}
         t = time.perf_counter()

@@ -76,6 +76,20 @@ def tiny_model(tiny_model_dir) -> transformers.Qwen2ForCausalLM:
     return transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
 
 
+def leave_torchrun() -> None:
+    """End a torchrun test script's rank once its work is written: train.shutdown(), then exit without
+    interpreter teardown, where gloo's threads can still abort a rank after the group is destroyed
+    (a fresh-clone CI run: "terminate called without an active exception", exit -6)."""
+    import os
+    import sys
+
+    import train
+
+    train.shutdown()
+    sys.stdout.flush(), sys.stderr.flush()
+    os._exit(0)
+
+
 def pytest_sessionfinish(session, exitstatus):
     # Tests that call train.init() leave a one-process gloo group in this process; destroy it
     # before interpreter teardown, which it can otherwise abort (see train.shutdown).

@@ -10,14 +10,13 @@ fp32: the update must not depend on world size, micro-batch size, token budget o
 rounding, nor on which rank rolled out which trajectories (train.spread hands each rank its share first).
 """
 
-import os
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
-from conftest import build_tiny_model  # noqa: E402
+from conftest import build_tiny_model, leave_torchrun  # noqa: E402
 
 import train  # noqa: E402
 from env import Trajectory  # noqa: E402
@@ -64,8 +63,4 @@ if __name__ == "__main__":
     # destroyed, and the group before interpreter teardown (gloo aborts a process whose group is
     # still alive while Python clears its modules: "terminate called without an active exception").
     main()
-    train.shutdown()
-    # The work is done and written: leave without interpreter teardown, where gloo's threads can still
-    # abort a rank after shutdown (a fresh-clone CI run: "terminate called without an active exception").
-    sys.stdout.flush(), sys.stderr.flush()
-    os._exit(0)
+    leave_torchrun()

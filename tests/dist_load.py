@@ -8,7 +8,6 @@ the policy and the reference, and each rank's peak resident host memory (MiB).
 """
 
 import json
-import os
 import resource
 import sys
 from pathlib import Path
@@ -17,6 +16,8 @@ import torch
 import torch.distributed as dist
 
 sys.path[:0] = [str(Path(__file__).parents[1])]
+from conftest import leave_torchrun  # noqa: E402
+
 import rollout  # noqa: E402
 import train  # noqa: E402
 
@@ -50,8 +51,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    train.shutdown()  # both ranks leave together, with nothing of FSDP's left alive (see train.shutdown)
-    # The work is done and written: leave without interpreter teardown, where gloo's threads can still
-    # abort a rank after shutdown (a fresh-clone CI run: "terminate called without an active exception").
-    sys.stdout.flush(), sys.stderr.flush()
-    os._exit(0)
+    leave_torchrun()  # both ranks leave together, with nothing of FSDP's left alive (see train.shutdown)

@@ -7,7 +7,7 @@ how the process keeps the memory it frees, packed weights for CPU decoding.
 elsewhere oneDNN emulates bf16). `attention(device)`: "flash_attention_2" where flash-attn is installed
 on a GPU (requirements-gpu.txt), else torch's "sdpa". train.py turns these into Config's dtype and pack.
 `keep_freed_memory()`: glibc keeps what the CPU learner frees for its next micro-batch (train.init calls it).
-`prepack_linears(model)`: a CPU sampler's linears run on weights prepacked for oneDNN (decoding 3-4x faster).
+`prepack_linears(model)`: a CPU sampler's linears run on weights prepacked for oneDNN (few-row products 3-4x faster).
 """
 
 from __future__ import annotations
