@@ -122,7 +122,7 @@ class Config:
     seed: int = 0  # task order, sampling, initial RNG: same seed, same run
     out: str = "runs/default"  # run directory: config.json, metrics.jsonl, groups/, checkpoints/, export/
     save_every: int = 0  # 0: only at the end
-    keep_last: int = 2  # checkpoints kept
+    keep_last: int = 2  # checkpoints kept; 0: none written (the export only)
     resume: str = ""  # "" | auto | path to a checkpoint dir
     export: str = ""  # HF export dir; default OUT/export
     save_groups: int = 1  # groups per step written to OUT/groups/step_N.jsonl (python -m tools.explain reads one)
@@ -162,8 +162,10 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
                  "logprob_chunk", "steps", "ppo_epochs", "ppo_mini_batches"):
         if getattr(cfg, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")
-    if cfg.micro_batch_tokens < 0:
-        raise ValueError(f"--micro-batch-tokens must be >= 0 (0: use --micro-batch-size), got {cfg.micro_batch_tokens}")
+    for name, zero in (("micro_batch_tokens", "use --micro-batch-size"), ("save_every", "at the end only"),
+                       ("keep_last", "no checkpoints")):
+        if getattr(cfg, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 0 (0: {zero}), got {getattr(cfg, name)}")
     if cfg.dual_clip is not None and cfg.dual_clip <= 1:
         raise ValueError(f"--dual-clip {cfg.dual_clip} must be > 1, or none to turn it off")
     return cfg
@@ -541,11 +543,6 @@ def spread(trajs: list, advs: list, rank: int, world: int) -> tuple[list, list]:
     return [pairs[i][0] for i in mine], [pairs[i][1] for i in mine]
 
 
-def empty_cache(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-
-
 def check_run_dir(cfg: Config) -> None:
     """A new run never writes over an old one's metrics and checkpoints."""
     if not cfg.resume and (Path(cfg.out) / "metrics.jsonl").exists():
@@ -605,18 +602,18 @@ def train(cfg: Config) -> Path:
         # torch's cached blocks returned before vLLM allocates; its weights first, synced, then the
         # KV cache into what the sync's gathers left free.
         opt.zero_grad(set_to_none=True)
-        empty_cache(device)
+        torch.cuda.empty_cache()  # a no-op where CUDA never started
         sampler.wake(tags=["weights"])
         t = time.time()
         sync_weights(policy, sampler)
         times["sync"] = time.time() - t
-        empty_cache(device)
+        torch.cuda.empty_cache()
         sampler.wake(tags=["kv_cache"])
         t = time.time()
         my_cursor = cursor + rank * window
         groups, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
         sampler.sleep()
-        empty_cache(device)
+        torch.cuda.empty_cache()
         times["rollout"] = time.time() - t
 
         t = time.time()
@@ -656,7 +653,7 @@ def train(cfg: Config) -> Path:
                 for g in groups[: cfg.save_groups]:
                     for tr in g:
                         f.write(tr.to_json() + "\n")
-        if cfg.save_every and (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps:
+        if cfg.keep_last and (cfg.save_every and (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
             t = time.time()
             checkpoint.save(run, policy, opt, step + 1, cursor, cfg.keep_last)
             times["checkpoint"] = time.time() - t
@@ -692,7 +689,10 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)  # one line, never wrapped
         sys.exit(2)
-    train(cfg)
+    try:
+        train(cfg)
+    except checkpoint.DiskFull as e:  # raised before anything was written: one line, no traceback
+        sys.exit(f"error: {e}")
     shutdown()  # only after success: a rank that failed must not hold the others in a barrier
 
 

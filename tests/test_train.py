@@ -285,6 +285,7 @@ def test_sigkill_mid_run_then_resume(tmp_path, tiny_model_dir):
     (["--config", "missing.yaml"], "does not exist"),
     (["--ppo-epochs", "0"], "--ppo-epochs"),
     (["--micro-batch-tokens", "-1"], "--micro-batch-tokens"),
+    (["--keep-last", "-1"], "--keep-last"),
 ])
 def test_cli_rejects_bad_input_in_one_line(args, needle):
     r = _run([PY, "train.py", *args])
@@ -332,12 +333,14 @@ def test_cli_rejects_bad_config_file(tmp_path):
 def test_embedded_default_one_step(tmp_path):
     """`python train.py` with the embedded default, one step, end to end."""
     # The embedded model and data, one step, sized down so that CI stays fast.
+    # --keep-last 0: no checkpoint (1.6 GB of weights and Adam moments; CI machines have run out of disk).
     r = _run([PY, "train.py", "--steps", "1", "--out", str(tmp_path / "demo"), "--group-size", "2",
-              "--max-turns", "1", "--max-response-tokens", "64"])
+              "--max-turns", "1", "--max-response-tokens", "64", "--keep-last", "0"])
     assert r.returncode == 0, r.stderr[-3000:]
     m = _metrics(tmp_path / "demo")
     assert len(m) == 1 and all(v == v for v in m[0].values() if isinstance(v, float))  # finite, no NaN
     assert (tmp_path / "demo" / "export" / "model.safetensors").exists()
+    assert not list((tmp_path / "demo").glob("checkpoints/*"))
 
 
 def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, tiny_tokenizer):
@@ -360,3 +363,75 @@ def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, ti
         got = torch.log_softmax(model(ids).logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
     assert tok.chat_template == tiny_tokenizer.chat_template
+
+
+def _learner_with_adam_state(tiny_model):
+    import copy
+
+    import train
+
+    _, world, device = train.init()
+    policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(dtype="float32"), device, world)
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-3)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    policy(ids, torch.ones_like(ids))[0].sum().backward()
+    opt.step()
+    return policy, opt
+
+
+def test_a_checkpoint_that_cannot_be_written_leaves_the_last_one_intact(tmp_path, tiny_model, monkeypatch):
+    """Too little free disk: refused before writing, in one line naming the sizes and --keep-last 0.
+    A write that fails anyway (here a real one: the file size limit, EFBIG, as a full disk gives ENOSPC;
+    torch reports either as 'unexpected pos' from its zip writer) removes its partial directory."""
+    import resource
+    import signal
+    from collections import namedtuple
+
+    from trainer import checkpoint
+
+    policy, opt = _learner_with_adam_state(tiny_model)
+    run = tmp_path / "run"
+    checkpoint.save(run, policy, opt, 1, 7, keep_last=2)
+    want = {k: v.full_tensor().clone() for k, v in policy.state_dict().items()}
+
+    real = checkpoint.shutil.disk_usage
+    full = namedtuple("Usage", "total used free")(10**9, 10**9, 10**5)
+    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda p: full)
+    with pytest.raises(checkpoint.DiskFull, match=r"checkpoint step_2 needs .* GB .* 0.00 GB free.*--keep-last 0"):
+        checkpoint.save(run, policy, opt, 2, 8, keep_last=2)
+    with pytest.raises(checkpoint.DiskFull, match=r"the export .* needs .*--export DIR"):
+        checkpoint.export(policy, None, tmp_path / "export")
+    monkeypatch.setattr(checkpoint.shutil, "disk_usage", real)
+
+    limits, handler = resource.getrlimit(resource.RLIMIT_FSIZE), signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, limits[1]))  # 64 KiB: the model's shard is larger
+    try:
+        with pytest.raises(RuntimeError, match="step_2 failed while writing .* earlier checkpoints are intact"):
+            checkpoint.save(run, policy, opt, 2, 8, keep_last=2)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, handler)
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_1"]
+
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.zero_()
+    assert checkpoint.load(run / "checkpoints" / "step_1", policy, opt) == (1, 7)
+    for k, v in policy.state_dict().items():
+        torch.testing.assert_close(v.full_tensor(), want[k], rtol=0, atol=0, msg=k)
+
+
+def test_a_full_disk_ends_the_run_in_one_line(tmp_path, tiny_model_dir, monkeypatch):
+    from collections import namedtuple
+
+    import train
+    from trainer import checkpoint
+
+    full = namedtuple("Usage", "total used free")(10**9, 10**9, 10**5)
+    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda p: full)
+    with pytest.raises(SystemExit) as e:
+        train.main(["--model", str(tiny_model_dir), "--out", str(tmp_path / "run"), "--dtype", "float32",
+                    "--steps", "1", "--tasks-per-step", "1", "--group-size", "2", "--max-response-tokens", "8",
+                    "--save-groups", "0"])
+    assert str(e.value.code).startswith("error: checkpoint step_1 needs") and "\n" not in str(e.value.code)
+    assert not (tmp_path / "run" / "checkpoints" / ".step_1.tmp").exists()
