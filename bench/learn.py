@@ -45,12 +45,21 @@ at 435811a, 805f5de, b0a97cc) every algorithm rose on seeds 0-2, but DiDPO's int
 seed 0 only (didpo +0.400 [0.125, 0.650], +0.225 [-0.037, 0.475], +0.188 [-0.162, 0.512]; grpo
 +0.225, +0.450, +0.387); the first 20 steps of a 40-step run are the 20-step run's, bit for bit.
 
-Measured at 40 steps (bench/results/learn-seed{0,1,2}.json; last 10 − first 10 steps [95% CI],
-held-out pass@1 after, s/step; 2 cores, fp32):
-    seed 0: didpo +0.400 [0.138, 0.637] 0.45 16.1, grpo +0.475 [0.175, 0.725] 0.55 14.3,
-            gigpo +0.550 [0.275, 0.775] 0.20 17.0; pass@1 before 0.20; didpo - grpo -0.013 [-0.100, 0.100]
-The last 10 steps sit near the tier's ceiling (one training task is never solved: its steps read 0
-in every run), so the windows compare how far each got, not how fast.
+Measured at 40 steps (bench/results/learn-seed{0,1,2}.json, 2026-12-05; last 10 − first 10 steps [95% CI],
+held-out pass@1 after, s/step; 2 cores, fp32; seeds 1 and 2 ran one algorithm per process, then --merge):
+    seed 0: didpo +0.400 [ 0.138, 0.637] 0.45 16.1, grpo +0.475 [0.175, 0.725] 0.55 14.3,
+            gigpo +0.550 [ 0.275, 0.775] 0.20 17.0; pass@1 before 0.20; didpo - grpo -0.013 [-0.100, 0.100]
+    seed 1: didpo +0.463 [ 0.238, 0.675] 0.65 17.9, grpo +0.487 [0.238, 0.712] 0.50 18.6,
+            gigpo +0.388 [ 0.138, 0.612] 0.45 13.6; pass@1 before 0.15; didpo - grpo +0.050 [-0.125, 0.237]
+    seed 2: didpo +0.225 [-0.112, 0.550] 0.60 17.3, grpo +0.450 [0.138, 0.713] 0.45 19.9,
+            gigpo +0.175 [-0.163, 0.487] 0.55 18.8; pass@1 before 0.30; didpo - grpo -0.150 [-0.388, 0.050]
+Every algorithm rises on every seed; DiDPO's interval clears 0 on seeds 0 and 1, not on seed 2, where
+it lost a task it had solved (steps 16 and 26 at 1.0, step 36 at 0.0) and another fell from 1.0 to
+0.38 (steps 17, 37), while its entropy fell to 0.26 at step 40 (grpo 0.49). No seed separates DiDPO
+from GRPO: every paired interval holds 0. In this tier each task is one function in one turn, so the
+verdict has nothing to tell apart and DiDPO is GRPO plus A^D's redistribution inside anchored lines.
+The last 10 steps sit near the tier's ceiling (one training task of seed 0 is never solved: its steps
+read 0 in every run), so the windows compare how far each got, not how fast.
 """
 
 from __future__ import annotations
