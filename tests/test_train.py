@@ -365,6 +365,16 @@ def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, ti
     assert tok.chat_template == tiny_tokenizer.chat_template
 
 
+def _report_a_full_disk(mp) -> None:
+    """checkpoint's shutil.disk_usage answers 100 kB free, wherever it is asked (mp: a monkeypatch)."""
+    from collections import namedtuple
+
+    from trainer import checkpoint
+
+    full = namedtuple("Usage", "total used free")(10**9, 10**9, 10**5)
+    mp.setattr(checkpoint.shutil, "disk_usage", lambda p: full)
+
+
 def _learner_with_adam_state(tiny_model):
     import copy
 
@@ -385,7 +395,6 @@ def test_a_checkpoint_that_cannot_be_written_leaves_the_last_one_intact(tmp_path
     torch reports either as 'unexpected pos' from its zip writer) removes its partial directory."""
     import resource
     import signal
-    from collections import namedtuple
 
     from trainer import checkpoint
 
@@ -394,14 +403,12 @@ def test_a_checkpoint_that_cannot_be_written_leaves_the_last_one_intact(tmp_path
     checkpoint.save(run, policy, opt, 1, 7, keep_last=2)
     want = {k: v.full_tensor().clone() for k, v in policy.state_dict().items()}
 
-    real = checkpoint.shutil.disk_usage
-    full = namedtuple("Usage", "total used free")(10**9, 10**9, 10**5)
-    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda p: full)
-    with pytest.raises(checkpoint.DiskFull, match=r"checkpoint step_2 needs .* GB .* 0.00 GB free.*--keep-last 0"):
-        checkpoint.save(run, policy, opt, 2, 8, keep_last=2)
-    with pytest.raises(checkpoint.DiskFull, match=r"the export .* needs .*--export DIR"):
-        checkpoint.export(policy, None, tmp_path / "export")
-    monkeypatch.setattr(checkpoint.shutil, "disk_usage", real)
+    with monkeypatch.context() as mp:
+        _report_a_full_disk(mp)
+        with pytest.raises(checkpoint.DiskFull, match=r"checkpoint step_2 needs .* GB .* 0.00 GB free.*--keep-last 0"):
+            checkpoint.save(run, policy, opt, 2, 8, keep_last=2)
+        with pytest.raises(checkpoint.DiskFull, match=r"the export .* needs .*--export DIR"):
+            checkpoint.export(policy, None, tmp_path / "export")
 
     limits, handler = resource.getrlimit(resource.RLIMIT_FSIZE), signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, limits[1]))  # 64 KiB: the model's shard is larger
@@ -422,13 +429,9 @@ def test_a_checkpoint_that_cannot_be_written_leaves_the_last_one_intact(tmp_path
 
 
 def test_a_full_disk_ends_the_run_in_one_line(tmp_path, tiny_model_dir, monkeypatch):
-    from collections import namedtuple
-
     import train
-    from trainer import checkpoint
 
-    full = namedtuple("Usage", "total used free")(10**9, 10**9, 10**5)
-    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda p: full)
+    _report_a_full_disk(monkeypatch)
     with pytest.raises(SystemExit) as e:
         train.main(["--model", str(tiny_model_dir), "--out", str(tmp_path / "run"), "--dtype", "float32",
                     "--steps", "1", "--tasks-per-step", "1", "--group-size", "2", "--max-response-tokens", "8",
