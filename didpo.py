@@ -37,16 +37,25 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               its own, or no test names f) ⇒ u is a bug;
               R_i ≥ 1 (every hidden test passes) ⇒ every version in i's final workspace is correct;
               R_i < 1 ⇒ some version in i's final workspace is a bug (a clause; one with a known bug is
-              explained). Independent priors P(u correct) = 1/2; the posterior q_u is solved by mean field,
-              log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w), iterated.
-              A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the
-              version's posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's
-              verified versions and a loser's bug). A^D (any baseline) then only redistributes credit inside
-              a piece: it is centered over the piece's tokens, so a version's level is A^V's.
+              explained); u passes f's public tests ⇒ likelihood 1 if u is correct, π_f if it is a bug, where
+              π_f, how often f's bugs get past f's public tests, is learned from the group:
+              π_f ~ Beta(b, b) (b = ESCAPE = 3), its posterior mean π̂_f = (b + B_f)/(2b + B_f + F_f), F_f = f's
+              versions that failed their tests, B_f = Σ_{u of f that passed} (1 − q_u) the bugs expected among
+              those that passed. Independent priors P(u correct) = 1/2; the posterior q_u is solved by mean field,
+              log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
+              A^V_{i,t,u} = q_u·hi + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the version's posterior
+              predicts, relative to the trajectory's own (binary R: 0 for a winner's verified versions and a
+              loser's bug); hi = a passing trajectory's A^E: max_j A^E_j, or, if none passed, the A^E of a
+              return of R = 1 on top of the best step rewards (1 + max_j Σ_t r_{j,t}). A^D (any baseline) then
+              only redistributes credit inside a piece: it is centered over the piece's tokens, so a version's
+              level is A^V's.
               Why: with several implementations and bugs per function most versions are written once in a
               group of 8 and form no anchor, and a version's anchor value mixes in the other pieces its
               writers held; the clauses exonerate a loser's correct version where a winner wrote it too or
-              its other versions are known bugs, and convict the one left to blame.
+              its other versions are known bugs, and convict the one left to blame. A pass means more for a
+              function whose bugs are seen to fail (π_f; with π_f = 1, bench/credit.py's variants columns read
+              0.03-0.05 lower at G = 8, the imbalanced ones 0.01-0.02 higher). hi keeps credit comparable
+              across groups: the best loser's A^E lowers the token AUC of graded G = 8 columns by 0.02-0.05.
     Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
               m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
               0 wherever loss_mask is 0.
@@ -62,7 +71,7 @@ grpo:  A^E only.
 Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors.
 The measured comparison of the estimators (bench/credit.py) is in the module docstring of that
 bench; `ridge` with the verdict is the default because it assigns credit best there (ties `contrast`
-on clean groups; the verdict adds 0.08-0.25 accuracy at G = 8 on every messy column).
+on clean groups; the verdict adds 0.11-0.27 accuracy at G = 8 on every messy column).
 
 policy_loss, per response token with ratio ρ = exp(logp − old_logp):
     ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
@@ -79,7 +88,7 @@ import functools
 import gc
 import math
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -149,6 +158,7 @@ class Credit:
     holders: dict[int, list[int]] = field(default_factory=dict)  # anchor id -> trajectories i with x_{i,g} = 1
     contrast: dict[int, float] = field(default_factory=dict)     # anchor id -> the DiD contrast on the holders
     verdicts: dict[tuple[str, tuple], float] = field(default_factory=dict)  # version (f, lines) -> q (A^V)
+    escape: dict[str, float] = field(default_factory=dict)  # function -> π̂_f, how often its bugs pass its tests
     stats: dict = field(default_factory=dict)
 
 
@@ -239,14 +249,15 @@ def ridge_values(values: list[float], holders: list[set[int]], alpha: float, nor
     return Xc.T @ w                                                            # [K]
 
 
-PRIOR = 0.5  # P(a function version is correct) before any evidence
+PRIOR = 0.5   # P(a function version is correct) before any evidence
+ESCAPE = 3.0  # b of π_f ~ Beta(b, b), how often a bug of f passes f's public tests (module docstring)
 
 
-def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple, float]]:
-    """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q); module docstring.
-    solve(clauses, known) -> q of the free versions; mean_field by default (bench/credit.py also runs it exactly)."""
+def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple, float], dict[str, float]]:
+    """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q, function -> π̂_f);
+    module docstring. solve(clauses, known, passed) -> q of the free versions: mean_field, or an exact solver."""
     pieces: list[list] = [[] for _ in group]
-    bugs, good, clauses = set(), set(), []
+    bugs, good, clauses, passed = set(), set(), [], set()
     for i, tr in enumerate(group):
         for t, turn in enumerate(tr.turns):
             wrote, body = written_functions(turn)
@@ -255,30 +266,41 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
             index = tests_naming(turn.public) if turn.public else None
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
-                if index is not None and (index.get(f) or len(body) == 1) and passes(  # tests that name f judge it
-                        turn.public, f, functools.partial(callees, body, f), index) is False:
-                    bugs.add(version[f])
+                if index is not None and (index.get(f) or len(body) == 1):  # tests that name f judge it
+                    if (ok := passes(turn.public, f, functools.partial(callees, body, f), index)) is not None:
+                        (passed if ok else bugs).add(version[f])
         if tr.turns:
             (good.update if tr.reward >= 1.0 else clauses.append)(set(version.values()))
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     q = defaultdict(lambda: PRIOR, known)
-    q.update((solve or mean_field)([c for c in clauses if not any(known.get(u) == 0.0 for u in c)], known))
-    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}
+    passed -= known.keys()
+    q.update((solve or mean_field)([c for c in clauses if not any(known.get(u) == 0.0 for u in c)], known, passed))
+    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape_rates(q, known, passed)
 
 
-def mean_field(clauses: list[set], known: dict, iters: int = 10) -> dict:
-    """q of every free version in the unexplained clauses, by mean-field updates of its log-odds."""
+def escape_rates(q: dict, known: dict, passed: set) -> dict[str, float]:
+    """π̂_f = (b + B_f)/(2b + B_f + F_f) of every function with a free version that passed (module docstring)."""
+    failed = Counter(u[0] for u, v in known.items() if v == 0.0)   # F_f, f's versions that failed their tests
+    escaped = {f: math.fsum(1.0 - q[u] for u in passed if u[0] == f) for f in {u[0] for u in passed}}  # B_f
+    return {f: (ESCAPE + b) / (2 * ESCAPE + b + failed[f]) for f, b in escaped.items()}
+
+
+def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10) -> dict:
+    """q of each free version in an unexplained clause or in `passed`, by mean-field updates of its log-odds."""
     q = defaultdict(lambda: PRIOR, known)
     of = defaultdict(list)                       # free version -> the clauses that hold it
     for c in map(sorted, clauses):               # sorted: the updates' order (and so q) is the same in every process
         for u in c:
             if u not in known:
                 of[u].append(c)
+    for u in sorted(passed):                     # a pass is evidence outside every clause too
+        of[u]
     for _ in range(iters):
+        log_pi = {f: math.log(p) for f, p in escape_rates(q, known, passed).items()}
         for u, cs in of.items():
             lo = math.log(PRIOR / (1 - PRIOR)) + sum(math.log(max(1.0 - math.prod(q[w] for w in c if w != u), 1e-9))
-                                                     for c in cs)
-            q[u] = 1.0 / (1.0 + math.exp(-max(lo, -30.0)))
+                                                     for c in cs) - (log_pi[u[0]] if u in passed else 0.0)
+            q[u] = 1.0 / (1.0 + math.exp(-min(max(lo, -30.0), 30.0)))
     return {u: q[u] for u in of}
 
 
@@ -303,7 +325,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     diff = [np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group]      # [T] per trajectory
     owner = [np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group]   # [T] per trajectory
     info: dict = {}
-    verdicts: dict = {}
+    verdicts, escape = {}, {}
     anchors: list[diffs.Anchor] = []
     anchor_values: dict[int, list[float]] = {}
     held: dict[int, list[int]] = {}
@@ -353,8 +375,12 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             anchor_values[a.id] = [values[k] for k in a.kept]
             held[a.id] = sorted(holders[a.id])
             dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
-        pieces, verdicts = verdict(group) if cfg.verdict else ([[] for _ in group], {})
+        pieces, verdicts, escape = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {})
         hi, lo = max(episode, default=0.0), min(episode, default=0.0)
+        if hi > lo and not any(tr.reward >= 1.0 for tr in group):  # hi: A^E of R = 1 + the best Σ_t r (docstring)
+            ys = episode_returns(group, cfg)  # A^E is affine in the return: slope (hi - lo) / (max - min)
+            y = 1.0 + max(v - tr.reward for v, tr in zip(ys, group))
+            hi = max(hi, hi + (y - max(ys)) * (hi - lo) / (max(ys) - min(ys)))
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
             if pieces[i]:  # A^D centered inside each piece, then A^V of the piece's version on top
@@ -375,7 +401,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     if stats is not None:
         stats.update(info)
     return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd,
-                  verdicts, info)
+                  verdicts, escape, info)
 
 
 def _mask(loss_mask: list[int]) -> np.ndarray:

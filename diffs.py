@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import heapq
 import math
 import statistics
@@ -81,7 +80,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
-from protocol.lines import align, lines_of
+from protocol.lines import align, lines_of, normalize_line
 
 Range = tuple[int, int]
 LEVELS = ("hunk", "block", "line")  # coarse -> fine
@@ -150,31 +149,6 @@ def turn_hunks(turn, context: int = 3, memo: dict | None = None) -> list[Hunk]:
 
 
 # --- normalization and statements ----------------------------------------------
-
-
-def _strip_comment(line: str) -> str:
-    quote, i = None, 0
-    while i < len(line):
-        c = line[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c == "#":
-            return line[:i]
-        i += 1
-    return line
-
-
-@functools.lru_cache(maxsize=1 << 16)  # a group's files repeat most of their lines in every turn and trajectory
-def normalize_line(line: str) -> str:
-    """A line without its comment, whitespace folded to single spaces; "" for blank and comment-only lines."""
-    if "#" in line:
-        line = _strip_comment(line)
-    return " ".join(line.split())
 
 
 def _norm(line: str, memo: dict) -> tuple[int, str]:

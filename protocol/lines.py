@@ -14,15 +14,43 @@ with it, and `carry` gives provenance with it, so the two never disagree about w
 
 `carry(old, old_origin, new, new_ranges)`: the origins of `new` replacing `old`: a new line aligned
 with an equal old line keeps that line's origin; every other line gets its range in the response.
+
+`normalize_line(line)`: the line as diffs.py and didpo's verdict compare it (no comment, whitespace folded).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from rapidfuzz.distance import Indel
 
 Range = tuple[int, int]  # [start, end) char range inside a response
+
+
+def _strip_comment(line: str) -> str:
+    quote, i = None, 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c == "#":
+            return line[:i]
+        i += 1
+    return line
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a group's files repeat most of their lines in every turn and trajectory
+def normalize_line(line: str) -> str:
+    """A line without its comment, whitespace folded to single spaces; "" for blank and comment-only lines."""
+    if "#" in line:
+        line = _strip_comment(line)
+    return " ".join(line.split())
 
 
 def lines_of(text: str) -> list[str]:

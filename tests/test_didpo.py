@@ -170,9 +170,11 @@ def test_didpo_verdict_by_hand(wf):
 
 
 def test_verdict_posterior_by_hand(tiny_tokenizer):
-    """Mean field on the clauses: two unknown versions in one losing clause settle at q = (1 - q)², q = (3 - √5)/2
-    (the exact posterior is 1/3); a version whose public test fails is a bug and explains its trajectory's loss,
-    so the other version there keeps the prior; a passing trajectory verifies its versions."""
+    """Mean field on the clauses: a passing trajectory verifies its versions; a version whose public test fails
+    is a bug and explains its trajectory's loss, so the other version there (g has no test) keeps the prior.
+    Trajectory 1's clause holds f' = "s = b+a", which passed f's test, and g' = "y = x*4", untested: the odds
+    of f' are (1 − q_g')/π̂_f, with π̂_f = (3 + 1 − q_f')/(6 + 1 − q_f' + 1) (one bug of f failed, 1 − q_f'
+    expected among those that passed), and those of g' are 1 − q_f'."""
     public = [tasks.Test("assert", "assert f(2, 3) == 5")]
     task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
                       hidden_tests=public + [tasks.Test("assert", "assert g(2) == 6")])
@@ -180,11 +182,15 @@ def test_verdict_posterior_by_hand(tiny_tokenizer):
     group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1)
              for f, g in [(F_OK, G_OK), (f_ok2, G_BAD), (F_BAD, g_bad2)]]
     assert [tr.reward for tr in group] == [1.0, 0.0, 0.0]
-    pieces, q = didpo.verdict(group)
+    pieces, q, escape = didpo.verdict(group)
     q = {lines[1]: v for (f, lines), v in q.items()}
     assert q["s = a+b"] == q["y = x*3"] == 1.0 and q["s = a-b"] == 0.0   # verified; fails its public test
     assert q["y = x*5"] == didpo.PRIOR                                    # trajectory 2's loss is F_BAD's
-    assert [q["s = b+a"], q["y = x*4"]] == pytest.approx([(3 - 5 ** 0.5) / 2] * 2, abs=1e-6)
+    f1, g1 = q["s = b+a"], q["y = x*4"]
+    assert g1 == pytest.approx((1 - f1) / (2 - f1), abs=1e-6)
+    assert f1 / (1 - f1) == pytest.approx((8 - f1) / ((2 - f1) * (4 - f1)), abs=1e-6)
+    assert (f1, g1) == pytest.approx((0.6108, 0.2802), abs=1e-4)  # the pass lifts f' above g', the untested one
+    assert escape == {"f": pytest.approx((4 - f1) / (8 - f1))}                # g has no test: no pass, no π̂
     assert [[u[1][1] for _, u, _ in ps] for ps in pieces] == [["s = a+b", "y = x*3"], ["s = b+a", "y = x*4"],
                                                               ["s = a-b", "y = x*5"]]
 
@@ -420,8 +426,8 @@ def test_verdict_and_ridge_beat_contrast_on_a_messy_scenario():
 
 def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     """Every version of f is written once (no anchor can form); the public tests, one per function, say that
-    trajectory 1's g fails, which explains its loss: its f keeps the prior and outranks g. Without the verdict
-    the two tie. explain prints the posteriors."""
+    trajectory 1's g fails, which explains its loss, and its f passed f's test, where both bugs of f failed:
+    f outranks g. Without the verdict the two tie. explain prints the posteriors."""
     public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
     task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
                       hidden_tests=public)
@@ -434,11 +440,38 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     rf, rg = region(t, f_ok2), region(t, G_BAD)
     cr = didpo.compute_credit(group, didpo.AdvConfig())
     _masked_zero(group, cr.token_adv)
-    # A^E = (.75, -.25, -.25, -.25); f ok2: q = 1/2 -> .5·.75 + .5·(-.25) = .25; g bad: q = 0 -> -.25
-    assert values(group[1], cr.token_adv[1], 0, rf) == {0.25} and values(group[1], cr.token_adv[1], 0, rg) == {-0.25}
+    # A^E = (.75, -.25, -.25, -.25). f ok2 is in no unexplained clause; its pass has odds 1/π̂_f, π̂_f =
+    # (3 + 1 - q)/(6 + 1 - q + 2) (2 failed, 1 - q expected to have passed): q/(1 - q) = (9 - q)/(4 - q),
+    # 2q² - 14q + 9 = 0, q = (7 - √31)/2 -> q·.75 + (1 - q)·(-.25) = q - .25; g bad: q = 0 -> -.25
+    q = (7 - 31 ** 0.5) / 2
+    assert values(group[1], cr.token_adv[1], 0, rf) == {round(q - 0.25, 5)}
+    assert values(group[1], cr.token_adv[1], 0, rg) == {-0.25}
     off = didpo.compute_advantages(group, didpo.AdvConfig(verdict=False))
     assert values(group[1], off[1], 0, rf) == values(group[1], off[1], 0, rg)
-    assert "f v2 0.50" in explain.verdict_line(cr.verdicts) and "g v2 0.00" in explain.verdict_line(cr.verdicts)
+    line = explain.verdict_line(cr.verdicts, cr.escape)
+    assert "f v2 0.72" in line and "g v2 0.00" in line  # g's versions are verified or failed: no π̂ for g
+    assert line.endswith(f"π̂ (a bug of f passes f's public tests): f {(4 - q) / (9 - q):.2f}")
+
+
+def test_a_correct_version_is_worth_a_pass_where_no_one_passed(tiny_tokenizer):
+    """A^V's hi is a passing trajectory's A^E even when none passed: a hidden test no one passes, step rewards
+    from the public tests' share (Φ_0 = 0), returns (1, .5, .5, .5), mean .625. A passing trajectory would
+    return R = 1 on top of the best step rewards, 2: hi = 1.375, not the best loser's .375; lo = -.125."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert f(0, 0) == 1")])
+    combos = [(F_OK, G_OK), (F_OK.replace("a+b", "b+a"), G_BAD), (F_BAD, G_OK), (F_BAD.replace("a-b", "a*b"), G_OK)]
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1, shaping_coef=1.0) for f, g in combos]
+    assert [tr.reward for tr in group] == [0.0] * 4 and [tr.turns[0].reward for tr in group] == [1.0, .5, .5, .5]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    assert cr.episode == pytest.approx([.375, -.125, -.125, -.125])
+    q = {u[1][1]: v for u, v in cr.verdicts.items()}
+    for i, (f, g) in enumerate(combos):
+        for code in (f, g):
+            key = code.splitlines()[1].strip()
+            want = round(q[key] * 1.375 + (1 - q[key]) * -0.125, 5)
+            assert values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code)) == {want}, (i, key)
+    assert q["s = a+b"] > 0.5 > q["y = x*4"] == 0.0  # passed its test vs failed it
 
 
 def test_passes_reads_the_tests_that_name_the_function():

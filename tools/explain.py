@@ -58,15 +58,18 @@ def _segments(turn, values, owner):
     return out
 
 
-def verdict_line(verdicts: dict) -> str:
-    """A^V's posteriors: q = P(correct) of each function version the group wrote (numbered per function)."""
+def verdict_line(verdicts: dict, escape: dict | None = None) -> str:
+    """A^V's posteriors: q = P(correct) of each function version the group wrote (numbered per function), and
+    π̂_f, how often the group's bugs of f pass f's public tests (what a pass is worth)."""
     seen: dict[str, int] = {}
     terms = []
     for (f, _), q in verdicts.items():
         seen[f] = seen.get(f, 0) + 1
         terms.append(f"{f or '(top level)'} v{seen[f]} {q:.2f}")
-    return ("A^V (P(correct) of each function version, from the rewards and public tests; q·max A^E + (1 − q)·min A^E "
-            "− A^E on the lines a turn wrote in it): " + ", ".join(terms))
+    rates = ", ".join(f"{f or '(top level)'} {p:.2f}" for f, p in sorted((escape or {}).items()))
+    return ("A^V (P(correct) of each function version, from the rewards and public tests; q·hi + (1 − q)·min A^E "
+            "− A^E on the lines a turn wrote in it, hi = a passing trajectory's A^E): " + ", ".join(terms)
+            + (f"; π̂ (a bug of f passes f's public tests): {rates}" if rates else ""))
 
 
 def render_terminal(group: list[Trajectory], credit, console=None) -> None:
@@ -114,7 +117,7 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
                   "A^D: the value the baseline gave (ridge: β_g, the anchor's own coefficient given the others)")
     if credit.verdicts:
-        console.print(verdict_line(credit.verdicts))
+        console.print(verdict_line(credit.verdicts, credit.escape))
     console.print(f"colour scale: ±{scale:.3f} (green positive, red negative); stats: {credit.stats}")
 
 
@@ -164,8 +167,8 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
                    f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
                    f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
                    f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
-    out.append("</table>" + (f"<p>{html.escape(verdict_line(credit.verdicts))}</p>" if credit.verdicts else "")
-               + "</body></html>")
+    line = verdict_line(credit.verdicts, credit.escape) if credit.verdicts else ""
+    out.append("</table>" + (f"<p>{html.escape(line)}</p>" if line else "") + "</body></html>")
     return "".join(out)
 
 
