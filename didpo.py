@@ -43,19 +43,19 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               versions that failed their tests, B_f = Σ_{u of f that passed} (1 − q_u) the bugs expected among
               those that passed. Independent priors P(u correct) = 1/2; the posterior q_u is solved by mean field,
               log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
-              A^V_{i,t,u} = q_u·hi + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the version's posterior
-              predicts, relative to the trajectory's own (binary R: 0 for a winner's verified versions and a
-              loser's bug); hi = a passing trajectory's A^E: max_j A^E_j, or, if none passed, the A^E of a
-              return of R = 1 on top of the best step rewards (1 + max_j Σ_t r_{j,t}). A^D (any baseline) then
-              only redistributes credit inside a piece: it is centered over the piece's tokens, so a version's
-              level is A^V's.
+              A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the
+              version's posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's
+              verified versions and a loser's bug). A^D (any baseline) then only redistributes credit inside
+              a piece: it is centered over the piece's tokens, so a version's level is A^V's.
               Why: with several implementations and bugs per function most versions are written once in a
               group of 8 and form no anchor, and a version's anchor value mixes in the other pieces its
               writers held; the clauses exonerate a loser's correct version where a winner wrote it too or
               its other versions are known bugs, and convict the one left to blame. A pass means more for a
               function whose bugs are seen to fail (π_f; with π_f = 1, bench/credit.py's variants columns read
-              0.03-0.05 lower at G = 8, the imbalanced ones 0.01-0.02 higher). hi keeps credit comparable
-              across groups: the best loser's A^E lowers the token AUC of graded G = 8 columns by 0.02-0.05.
+              0.03-0.05 lower at G = 8, the imbalanced ones 0.01-0.02 higher). Where no one passed, max A^E
+              is the best loser's: scaling q by a win's A^E instead lifts the token AUC of graded G = 8
+              columns by 0.02-0.05 but gives untested junk (q ≈ 1/2) half a win (bench/learn.py seed 0:
+              held-out pass@1 0.15 against 0.45), so it is not done.
     Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
               m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
               0 wherever loss_mask is 0.
@@ -377,10 +377,6 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
         pieces, verdicts, escape = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {})
         hi, lo = max(episode, default=0.0), min(episode, default=0.0)
-        if hi > lo and not any(tr.reward >= 1.0 for tr in group):  # hi: A^E of R = 1 + the best Σ_t r (docstring)
-            ys = episode_returns(group, cfg)  # A^E is affine in the return: slope (hi - lo) / (max - min)
-            y = 1.0 + max(v - tr.reward for v, tr in zip(ys, group))
-            hi = max(hi, hi + (y - max(ys)) * (hi - lo) / (max(ys) - min(ys)))
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
             if pieces[i]:  # A^D centered inside each piece, then A^V of the piece's version on top

@@ -453,10 +453,11 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     assert line.endswith(f"π̂ (a bug of f passes f's public tests): f {(4 - q) / (9 - q):.2f}")
 
 
-def test_a_correct_version_is_worth_a_pass_where_no_one_passed(tiny_tokenizer):
-    """A^V's hi is a passing trajectory's A^E even when none passed: a hidden test no one passes, step rewards
-    from the public tests' share (Φ_0 = 0), returns (1, .5, .5, .5), mean .625. A passing trajectory would
-    return R = 1 on top of the best step rewards, 2: hi = 1.375, not the best loser's .375; lo = -.125."""
+def test_where_no_one_passed_the_best_loser_bounds_the_credit(tiny_tokenizer):
+    """A^V = q·max A^E + (1 − q)·min A^E − A^E also where no trajectory passed: a hidden test no one passes,
+    step rewards from the public tests' share (Φ_0 = 0), returns (1, .5, .5, .5), A^E (.375, -.125, ...).
+    Scaling q by a win's A^E there (1.375) would give any version the group cannot judge (q near 1/2) half
+    a win though every trajectory failed; no piece is credited above the best trajectory."""
     public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
     task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
                       hidden_tests=public + [tasks.Test("assert", "assert f(0, 0) == 1")])
@@ -469,9 +470,10 @@ def test_a_correct_version_is_worth_a_pass_where_no_one_passed(tiny_tokenizer):
     for i, (f, g) in enumerate(combos):
         for code in (f, g):
             key = code.splitlines()[1].strip()
-            want = round(q[key] * 1.375 + (1 - q[key]) * -0.125, 5)
+            want = round(q[key] * 0.375 + (1 - q[key]) * -0.125, 5)
             assert values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code)) == {want}, (i, key)
     assert q["s = a+b"] > 0.5 > q["y = x*4"] == 0.0  # passed its test vs failed it
+    assert max(float(a.max()) for a in cr.token_adv) <= 0.375 + 1e-6
 
 
 def test_passes_reads_the_tests_that_name_the_function():
