@@ -278,11 +278,14 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape_rates(q, known, passed)
 
 
-def escape_rates(q: dict, known: dict, passed: set) -> dict[str, float]:
-    """π̂_f = (b + B_f)/(2b + B_f + F_f) of every function with a free version that passed (module docstring)."""
-    failed = Counter(u[0] for u, v in known.items() if v == 0.0)   # F_f, f's versions that failed their tests
-    escaped = {f: math.fsum(1.0 - q[u] for u in passed if u[0] == f) for f in {u[0] for u in passed}}  # B_f
-    return {f: (ESCAPE + b) / (2 * ESCAPE + b + failed[f]) for f, b in escaped.items()}
+def escape_rates(q: dict, known: dict, passed: set, failed: Counter | None = None) -> dict[str, float]:
+    """π̂_f = (b + B_f)/(2b + B_f + F_f) of every function with a free version that passed (module docstring);
+    failed = F_f per function, counted from `known` when not given."""
+    failed = Counter(u[0] for u, v in known.items() if v == 0.0) if failed is None else failed
+    escaped = defaultdict(list)                 # B_f = fsum, exact in any order (set order varies by process)
+    for u in passed:
+        escaped[u[0]].append(1.0 - q[u])
+    return {f: (ESCAPE + math.fsum(b)) / (2 * ESCAPE + math.fsum(b) + failed[f]) for f, b in escaped.items()}
 
 
 def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10) -> dict:
@@ -295,8 +298,9 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
                 of[u].append(c)
     for u in sorted(passed):                     # a pass is evidence outside every clause too
         of[u]
+    failed = Counter(u[0] for u, v in known.items() if v == 0.0)
     for _ in range(iters):
-        log_pi = {f: math.log(p) for f, p in escape_rates(q, known, passed).items()}
+        log_pi = {f: math.log(p) for f, p in escape_rates(q, known, passed, failed).items()}
         for u, cs in of.items():
             lo = math.log(PRIOR / (1 - PRIOR)) + sum(math.log(max(1.0 - math.prod(q[w] for w in c if w != u), 1e-9))
                                                      for c in cs) - (log_pi[u[0]] if u in passed else 0.0)
