@@ -275,13 +275,12 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     q = defaultdict(lambda: PRIOR, known)
     passed -= known.keys()
     q.update((solve or mean_field)([c for c in clauses if not any(known.get(u) == 0.0 for u in c)], known, passed))
-    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape_rates(q, known, passed)
+    failed = Counter(u[0] for u, v in known.items() if v == 0.0)   # F_f, f's versions that failed their tests
+    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape_rates(q, passed, failed)
 
 
-def escape_rates(q: dict, known: dict, passed: set, failed: Counter | None = None) -> dict[str, float]:
-    """π̂_f = (b + B_f)/(2b + B_f + F_f) of every function with a free version that passed (module docstring);
-    failed = F_f per function, counted from `known` when not given."""
-    failed = Counter(u[0] for u, v in known.items() if v == 0.0) if failed is None else failed
+def escape_rates(q: dict, passed: set, failed: Counter) -> dict[str, float]:
+    """π̂_f = (b + B_f)/(2b + B_f + F_f) of every function with a free version that passed (module docstring)."""
     escaped = defaultdict(list)                 # B_f = fsum, exact in any order (set order varies by process)
     for u in passed:
         escaped[u[0]].append(1.0 - q[u])
@@ -297,10 +296,10 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
             if u not in known:
                 of[u].append(c)
     for u in sorted(passed):                     # a pass is evidence outside every clause too
-        of[u]
+        of.setdefault(u, [])
     failed = Counter(u[0] for u, v in known.items() if v == 0.0)
     for _ in range(iters):
-        log_pi = {f: math.log(p) for f, p in escape_rates(q, known, passed, failed).items()}
+        log_pi = {f: math.log(p) for f, p in escape_rates(q, passed, failed).items()}
         for u, cs in of.items():
             lo = math.log(PRIOR / (1 - PRIOR)) + sum(math.log(max(1.0 - math.prod(q[w] for w in c if w != u), 1e-9))
                                                      for c in cs) - (log_pi[u[0]] if u in passed else 0.0)
