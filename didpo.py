@@ -17,12 +17,9 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
                   x_{i,g} = 1 iff trajectory i wrote g (a kept member) and, with survive=True, every line that
                   member added is still in i's final workspace (a bug fixed in a later turn is not held).
                   Solved in the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c on column-centered X, y (G × G, any K).
-                  Why: y_i depends on every piece trajectory i holds. The contrast below credits a piece with
-                  the pieces its writers happened to hold too, so a correct version written only by losers
-                  (who failed on another function) scores like a bug, and a bug scores like its writers'
-                  other, correct, pieces. The regression holds the other anchors fixed: with one indicator
-                  per version, each version is compared with the other versions of the same code given the
-                  rest of the trajectory. β_g = 0 when every trajectory (or none) holds g.
+                  Why: y_i depends on every piece i holds. The contrast below credits a piece with the pieces
+                  its writers happened to hold too (a correct version written only by losers scores like a bug);
+                  the regression holds the other anchors fixed. β_g = 0 when every trajectory (or none) holds g.
               baseline="contrast":  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
                   I_g = the trajectories that wrote g; the single-anchor difference in differences (it is β_g
                   of the regression above with g's indicator alone and α → 0). 0 when g is in every
@@ -32,30 +29,29 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
     A^V     verdict=True (default): credit of a function version by the posterior that it is correct.
               A version u = (f, the normalized lines of f) of a top-level def/class f ("" outside any) in
               the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Evidence:
-              u fails f's public tests after the turn (Turn.public; f's tests are those whose text names f,
-              all of them when f is the workspace's only statement; unknown where a function f calls fails
-              its own, or no test names f) ⇒ u is a bug;
+              u fails f's public tests after the turn (Turn.public; f's tests are those whose text names f;
+              unknown where a function f calls fails its own) ⇒ u is a bug; where no test names a function of
+              the workspace, they judge the program: a failure ⇒ some version in it is a bug (a clause; the
+              version itself if it is the only one), a pass ⇒ each version passed;
               R_i ≥ 1 (every hidden test passes) ⇒ every version in i's final workspace is correct;
               R_i < 1 ⇒ some version in i's final workspace is a bug (a clause; one with a known bug is
               explained); u passes f's public tests ⇒ likelihood 1 if u is correct, π_f if it is a bug, where
               π_f, how often f's bugs get past f's public tests, is learned from the group:
               π_f ~ Beta(b, b) (b = ESCAPE = 3), its posterior mean π̂_f = (b + B_f)/(2b + B_f + F_f), F_f = f's
               versions that failed their tests, B_f = Σ_{u of f that passed} (1 − q_u) the bugs expected among
-              those that passed. Independent priors P(u correct) = 1/2; the posterior q_u is solved by mean field,
+              those that passed. A version in every final workspace of the group (shared glue: imports, the
+              entry call) leaves every clause. Independent priors P(u correct) = 1/2; q_u by mean field,
               log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
-              A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the
-              version's posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's
-              verified versions and a loser's bug). A^D (any baseline) then only redistributes credit inside
-              a piece: it is centered over the piece's tokens, so a version's level is A^V's.
+              A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the version's
+              posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's verified versions
+              and a loser's bug). A^D, centered over each piece's tokens, only redistributes credit inside it.
               Why: with several implementations and bugs per function most versions are written once in a
               group of 8 and form no anchor, and a version's anchor value mixes in the other pieces its
               writers held; the clauses exonerate a loser's correct version where a winner wrote it too or
               its other versions are known bugs, and convict the one left to blame. A pass means more for a
-              function whose bugs are seen to fail (π_f; with π_f = 1, bench/credit.py's variants columns read
-              0.03-0.05 lower at G = 8, the imbalanced ones 0.01-0.02 higher). Where no one passed, max A^E
-              is the best loser's: scaling q by a win's A^E instead lifts the token AUC of graded G = 8
-              columns by 0.02-0.05 but gives untested junk (q ≈ 1/2) half a win (bench/learn.py seed 0:
-              held-out pass@1 0.15 against 0.45), so it is not done.
+              function whose bugs are seen to fail (π_f). Glue in every clause would be the one cause that
+              explains every loss, and exonerate the bugs beside it (the group cannot contrast it). Where no one
+              passed, max A^E is the best loser's (a win's gives untested junk half a win; bench/credit.py).
     Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
               m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
               0 wherever loss_mask is 0.
@@ -69,9 +65,8 @@ A^S_{i,t} = G_{i,t} − mean over its step group (same norm); every token of the
 grpo:  A^E only.
 
 Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors.
-The measured comparison of the estimators (bench/credit.py) is in the module docstring of that
-bench; `ridge` with the verdict is the default because it assigns credit best there (ties `contrast`
-on clean groups; the verdict adds 0.11-0.27 accuracy at G = 8 on every messy column).
+`ridge` with the verdict is the default because it assigns credit best in bench/credit.py (whose
+docstring has the measured comparison): it ties `contrast` on clean groups and leads on messy ones.
 
 policy_loss, per response token with ratio ρ = exp(logp − old_logp):
     ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
@@ -257,24 +252,32 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q, function -> π̂_f);
     module docstring. solve(clauses, known, passed) -> q of the free versions: mean_field, or an exact solver."""
     pieces: list[list] = [[] for _ in group]
-    bugs, good, clauses, passed = set(), set(), [], set()
+    bugs, good, clauses, passed, finals = set(), set(), [], set(), []
     for i, tr in enumerate(group):
         for t, turn in enumerate(tr.turns):
             wrote, body = written_functions(turn)
-            version = {f: (f, tuple(x for x in map(diffs.normalize_line, body[f]) if x))  # the versions it wrote,
-                       for f in (body if t + 1 == len(tr.turns) else wrote)}               # all of the final S_T
             index = tests_naming(turn.public) if turn.public else None
+            program = index is not None and not any(index.get(f) for f in body if f)  # the tests judge the program
+            whole = t + 1 == len(tr.turns) or program and not all(turn.public.values())
+            version = {f: (f, tuple(x for x in map(diffs.normalize_line, body[f]) if x))  # the versions it wrote,
+                       for f in (body if whole else wrote)}                   # all of S_t where a clause needs them
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
-                if index is not None and (index.get(f) or len(body) == 1):  # tests that name f judge it
-                    if (ok := passes(turn.public, f, functools.partial(callees, body, f), index)) is not None:
-                        (passed if ok else bugs).add(version[f])
+                if index and index.get(f) and (ok := passes(turn.public, f, functools.partial(callees, body, f),
+                                                            index)) is not None:  # tests that name f judge it
+                    (passed if ok else bugs).add(version[f])
+            if program:  # a pass: each version passed; a failure: a clause over S_t (a bug if it is alone there)
+                (passed.update(version[f] for f in wrote) if all(turn.public.values())
+                 else (bugs.update if len(body) == 1 else clauses.append)(set(version.values())))
         if tr.turns:
-            (good.update if tr.reward >= 1.0 else clauses.append)(set(version.values()))
+            finals.append(set(version.values()))
+            (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
+    shared = set.intersection(*finals) if finals else set()  # in every final workspace: the group cannot blame it
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     q = defaultdict(lambda: PRIOR, known)
     passed -= known.keys()
-    q.update((solve or mean_field)([c for c in clauses if not any(known.get(u) == 0.0 for u in c)], known, passed))
+    live = [c - shared for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]  # unexplained
+    q.update((solve or mean_field)(live, known, passed))
     failed = Counter(u[0] for u, v in known.items() if v == 0.0)   # F_f, f's versions that failed their tests
     return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape_rates(q, passed, failed)
 
@@ -292,9 +295,8 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
     q = defaultdict(lambda: PRIOR, known)
     of = defaultdict(list)                       # free version -> the clauses that hold it
     for c in map(sorted, clauses):               # sorted: the updates' order (and so q) is the same in every process
-        for u in c:
-            if u not in known:
-                of[u].append(c)
+        for u in (w for w in c if w not in known):
+            of[u].append(c)
     for u in sorted(passed):                     # a pass is evidence outside every clause too
         of.setdefault(u, [])
     failed = Counter(u[0] for u, v in known.items() if v == 0.0)
@@ -327,11 +329,10 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     returns = [step_returns(tr, cfg.gamma) for tr in group]
     diff = [np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group]      # [T] per trajectory
     owner = [np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group]   # [T] per trajectory
-    info: dict = {}
-    verdicts, escape = {}, {}
+    info, verdicts, escape = {}, {}, {}
     anchors: list[diffs.Anchor] = []
     anchor_values: dict[int, list[float]] = {}
-    held: dict[int, list[int]] = {}
+    held: dict[int, list[int]] = {}   # anchor id -> its holders; dd: anchor id -> the DiD contrast on them
     dd: dict[int, float] = {}
 
     if cfg.algo == "gigpo":

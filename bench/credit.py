@@ -314,7 +314,29 @@ HELPER = [
 ]
 MESSY_TASKS = [MESSY[0:3], MESSY[3:6], MESSY[6:9]]
 # scenario -> what a trajectory does (see plan()); the helper scenario uses the HELPER task only
-SCENARIOS = ("variants WF", "variants SR", "skill WF", "imbalanced SR", "repair", "rewrite", "helper WF")
+SCENARIOS = ("variants WF", "variants SR", "skill WF", "imbalanced SR", "repair", "rewrite", "helper WF", "stdio WF")
+
+
+def glue(regions) -> str:
+    """A stdio program's top-level code, the same in every trajectory: one input line per function, its result
+    printed; the tests feed it stdin and name no function, so they judge the whole program."""
+    names = ", ".join(r[0] for r in regions)
+    loop = f"for fn, line in zip(({names}), sys.stdin.read().splitlines()):\n"
+    return "import sys\nfrom ast import literal_eval\n\n" + loop + "    print(repr(fn(*literal_eval(line))))\n"
+
+
+def stdio_tests(regions) -> tuple[list[Test], list[Test]]:
+    """(public, hidden) stdio tests of the program: case k of every function's tests in one input, the expected
+    output computed with each function's first correct implementation."""
+    env: dict = {}
+    for r in regions:
+        exec(version_code(r, 0), env)  # the bench's own code
+
+    def test(cases):
+        args = [c.split("(", 1)[1].rsplit(")", 1)[0] for c in (x.split(" == ")[0].split(" is ")[0] for x in cases)]
+        got = [repr(eval(f"{r[0]}({a})", env)) for r, a in zip(regions, args)]
+        return Test("stdio", "".join(f"({a},)\n" for a in args), "".join(g + "\n" for g in got))
+    return [test([r[4] for r in regions])], [test(cs) for cs in zip(*(r[5][:4] for r in regions))]
 
 
 def version_code(r, v: int, style: int = 0) -> str:
@@ -326,11 +348,12 @@ def version_code(r, v: int, style: int = 0) -> str:
     return f"def {name}({sig}):\n{body}"
 
 
-def messy_task(k: int, regions) -> Task:
+def messy_task(k: int, regions, stdio: bool = False) -> Task:
     starter = "\n\n".join(f"def {r[0]}({r[1]}):\n    pass\n" for r in regions)
+    public, hidden = stdio_tests(regions) if stdio else ([Test("assert", f"assert {r[4]}") for r in regions],
+                                                         [Test("assert", f"assert {h}") for r in regions for h in r[5]])
     return Task(id=f"bench/credit/messy/{k}", prompt="Implement the three functions of solution.py.",
-                files={"solution.py": starter}, public_tests=[Test("assert", f"assert {r[4]}") for r in regions],
-                hidden_tests=[Test("assert", f"assert {h}") for r in regions for h in r[5]])
+                files={"solution.py": starter}, public_tests=public, hidden_tests=hidden)
 
 
 def plan(scn: str, regions, rng: random.Random, public_ok) -> tuple:
@@ -341,7 +364,7 @@ def plan(scn: str, regions, rng: random.Random, public_ok) -> tuple:
         return rng.randrange(n_ok[j]) if rng.random() < p_ok else n_ok[j] + rng.randrange(len(regions[j][3]))
 
     style = rng.randrange(2)
-    if scn in ("variants WF", "helper WF"):
+    if scn in ("variants WF", "helper WF", "stdio WF"):
         return style, (("wf", tuple(pick(j, 0.5) for j in range(3))),)
     if scn == "skill WF":  # correctness correlated across functions: one skill per trajectory
         s = rng.choice((0.15, 0.5, 0.85))
@@ -363,8 +386,9 @@ def plan(scn: str, regions, rng: random.Random, public_ok) -> tuple:
     return style, tuple(turns)
 
 
-def messy_script(regions, p: tuple):
-    """(responses, spans): spans = (turn, char start, char end, correct?) of each function a turn wrote anew."""
+def messy_script(regions, p: tuple, tail: str = ""):
+    """(responses, spans): spans = (turn, char start, char end, correct?) of each function a turn wrote anew;
+    a whole file ends with `tail` (a stdio program's top-level code)."""
     style, turns = p
     cur: list[int | None] = [None] * 3
     out, spans = [], []
@@ -377,7 +401,7 @@ def messy_script(regions, p: tuple):
                 if cur[j] != step[1][j]:  # re-emitted code is not in the diff; it is not scored here
                     spans.append((t, len(resp), len(resp) + len(code) - 1, step[1][j] < len(r[2])))
                 resp += code + ("\n\n" if j < 2 else "")
-            out.append(resp + "```\n" + ("finish\n" if last else ""))
+            out.append(resp + ("\n\n" + tail if tail else "") + "```\n" + ("finish\n" if last else ""))
             cur = list(step[1])
         else:
             _, j, v = step
@@ -503,6 +527,18 @@ def check_premise(task, regions, code_of, n_versions) -> list[list[bool]]:
     return public_ok
 
 
+def check_stdio(task, regions, public_ok) -> None:
+    """The stdio program with every function correct passes all its tests; with one version swapped in, it passes
+    the hidden tests iff that version is correct, and the public test as that version's own public test does."""
+    from sandbox import grade
+    for j, r in enumerate(regions):
+        for v in range(len(r[2]) + len(r[3])):
+            code = "\n\n".join(version_code(q, v if q is r else 0) for q in regions) + "\n\n" + glue(regions)
+            got = grade(code, task.public_tests + task.hidden_tests, stop_on_first_failure=False)
+            assert got[0].passed == public_ok[j][v], (r[0], v, got)
+            assert all(x.passed for x in got[1:]) == (v < len(r[2])), (r[0], v, got)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--groups", type=int, default=0, help="groups per column and seed (default: 800 / G trajectories)")
@@ -532,6 +568,9 @@ def main() -> None:
                 assert all(v.passed for v in got) == ok and (ok or not got[0].passed), (r[0], ok, got)
     messy_tasks = [(messy_task(k, rs), rs) for k, rs in enumerate(MESSY_TASKS)] + [(messy_task(3, HELPER), HELPER)]
     public_ok = [check_premise(task, rs, version_code, lambda r: len(r[2]) + len(r[3])) for task, rs in messy_tasks]
+    stdio = [(messy_task(4 + k, rs, stdio=True), rs) for k, rs in enumerate(MESSY_TASKS)]  # k -> stdio task 4 + k
+    for (task, rs), ok in zip(stdio, public_ok):
+        check_stdio(task, rs, ok)
     print(f"checked every version against its tests in {time.perf_counter() - t0:.0f} s")
 
     # every trajectory is replayed with per-turn shaping (graded); its binary twin is the same record
@@ -553,13 +592,14 @@ def main() -> None:
                 continue
             ks = [3] if scn == "helper WF" else [0, 1, 2]
             for k in ks:
-                task, regions = messy_tasks[k]
+                task, regions = stdio[k] if scn == "stdio WF" else messy_tasks[k]
                 keys = []
                 for _ in range(args.pool):
                     pl = plan(scn, regions, rng, public_ok[k])
-                    key = ("messy", k, pl)
+                    key = ("messy", task.id, pl)
                     if key not in jobs:
-                        jobs[key] = (task, regions, *messy_script(regions, pl))
+                        tail = glue(regions) if scn == "stdio WF" else ""
+                        jobs[key] = (task, regions, *messy_script(regions, pl, tail))
                     keys.append(key)
                 pools.setdefault(seed, {})[(scn, k)] = keys
 

@@ -62,6 +62,7 @@ def build(tok, responses: list[str], rewards: list[float], R: float, files=None)
         ids += rid + [eot]
         mask += [1] * (len(rid) + 1)
         turn.span, turn.offsets, turn.reward = (a, len(ids)), offsets + [(len(text), len(text))], r
+        turn.public = None  # its one test, `assert True`, faked to pass, is no evidence for the verdict
         if k + 1 < len(responses):
             obs = chat.observation_ids(tok, turn.observation, ended_with_eot=True)
             ids += obs
@@ -474,6 +475,44 @@ def test_where_no_one_passed_the_best_loser_bounds_the_credit(tiny_tokenizer):
             assert values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code)) == {want}, (i, key)
     assert q["s = a+b"] > 0.5 > q["y = x*4"] == 0.0  # passed its test vs failed it
     assert max(float(a.max()) for a in cr.token_adv) <= 0.375 + 1e-6
+
+
+def test_glue_in_every_workspace_takes_no_blame(tiny_tokenizer):
+    """Every trajectory imports math and no one passes (graded: the public share differs). The import is in every
+    losing workspace; as a version like any other, it would be the one cause that explains every loss (q ≈ 0)
+    and exonerate the bugs beside it (q ≈ .68). The group cannot contrast it: it leaves the clauses, keeps the
+    prior, and each losing sum_to is left to blame."""
+    task = tasks.Task(id="glue", prompt="sum_to(n)", files={"solution.py": "def sum_to(n):\n    pass\n"},
+                      public_tests=[tasks.Test("assert", "assert sum_to(4) == 10")],
+                      hidden_tests=[tasks.Test("assert", "assert sum_to(-3) == 0")])
+    bodies = ["return n * (n + 1) // 2", "return math.comb(n + 1, 2)", "return n * (n - 1) // 2"]
+    group = [rollout.replay(task, [f"Here.\n```python\nimport math\n\ndef sum_to(n):\n    {b}\n```\nfinish\n"],
+                            tiny_tokenizer, max_turns=1, shaping_coef=1.0) for b in bodies + bodies[:2]]
+    assert [tr.reward for tr in group] == [0.0] * 5 and [tr.turns[0].reward for tr in group] == [1, 1, 0, 1, 1]
+    q = {u: v for u, v in didpo.verdict(group)[1].items()}
+    assert q[("", ("import math",))] == didpo.PRIOR
+    assert all(v < 1e-6 for u, v in q.items() if u[0] == "sum_to")
+
+
+def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
+    """A stdio program: glue (import, entry call) and main; its test feeds stdin and names no function. Turn 1's
+    main fails it, and is the only version there beside the glue every trajectory holds: the failure convicts
+    it, though turn 2 fixed it and won. Before, tests naming no function judged only a one-statement program."""
+    test = [tasks.Test("stdio", "4\n", "10\n")]
+    task = tasks.Task(id="stdio", prompt="Read n, print 1 + ... + n.", files={"solution.py": ""},
+                      public_tests=test, hidden_tests=test + [tasks.Test("stdio", "-3\n", "0\n")])
+
+    def program(expr, end=""):
+        return (f"Here.\n```python\nimport sys\n\ndef main():\n    n = int(sys.stdin.readline())\n"
+                f"    print({expr})\n\nmain()\n```\n{end}")
+    group = [rollout.replay(task, [program("n * (n - 1) // 2"), program("max(n, 0) * (n + 1) // 2", "finish\n")],
+                            tiny_tokenizer, max_turns=2),
+             rollout.replay(task, [program("n * (n + 1) // 2", "finish\n")], tiny_tokenizer, max_turns=1)]
+    assert [tr.reward for tr in group] == [1.0, 0.0]
+    assert [list(t.public.values()) for t in group[0].turns] == [[False], [True]]
+    q = {u[1][-1]: v for u, v in didpo.verdict(group)[1].items() if u[0] == "main"}
+    assert q["print(max(n, 0) * (n + 1) // 2)"] == 1.0 and q["print(n * (n - 1) // 2)"] < 1e-6
+    assert q["print(n * (n + 1) // 2)"] < 1e-6   # passed its public test, lost: the glue is verified
 
 
 def test_passes_reads_the_tests_that_name_the_function():
