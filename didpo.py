@@ -29,28 +29,26 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
     A^V     verdict=True (default): credit of a function version by the posterior that it is correct.
               A version u = (f, the normalized lines of f) of a top-level def/class f ("" outside any) in
               the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Evidence:
-              u fails f's public tests after the turn (Turn.public; f's tests are those whose text names f;
-              unknown where a function f calls fails its own) ⇒ u is a bug; where no test names a function of
-              the workspace, they judge the program: a failure ⇒ some version in it is a bug (a clause; the
-              version itself if it is the only one), a pass ⇒ each version passed;
+              u fails f's public tests after the turn (Turn.public; f's tests: those whose text names f) ⇒ u is a
+              bug, or a clause {u, f's callees} where they fail their own tests too; no test names a function of
+              the workspace ⇒ they judge the program: a failure ⇒ a clause over its versions, a pass for each;
               R_i ≥ 1 (every hidden test passes) ⇒ every version in i's final workspace is correct;
               R_i < 1 ⇒ some version in i's final workspace is a bug (a clause; one with a known bug is
               explained); u passes f's public tests ⇒ likelihood 1 if u is correct, π_f if it is a bug, where
               π_f, how often f's bugs get past f's public tests, is learned from the group:
               π_f ~ Beta(b, b) (b = ESCAPE = 3), its posterior mean π̂_f = (b + B_f)/(2b + B_f + F_f), F_f = f's
               versions that failed their tests, B_f = Σ_{u of f that passed} (1 − q_u) the bugs expected among
-              those that passed. A version in every final workspace of the group (shared glue: imports, the
-              entry call) leaves every clause. Independent priors P(u correct) = 1/2; q_u by mean field,
+              those that passed. Glue (the "" version: imports, the entry call) in every final workspace of the
+              group leaves every clause. Independent priors P(u correct) = 1/2; q_u by mean field,
               log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
               A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the version's
               posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's verified versions
               and a loser's bug). A^D, centered over each piece's tokens, only redistributes credit inside it.
-              Why: with several implementations and bugs per function most versions are written once in a
-              group of 8 and form no anchor, and a version's anchor value mixes in the other pieces its
-              writers held; the clauses exonerate a loser's correct version where a winner wrote it too or
-              its other versions are known bugs, and convict the one left to blame. A pass means more for a
-              function whose bugs are seen to fail (π_f). Glue in every clause would be the one cause that
-              explains every loss, and exonerate the bugs beside it (the group cannot contrast it). Where no one
+              Why: most versions are written once in a group of 8 and form no anchor, and an anchor's value
+              mixes in its writers' other pieces; the clauses exonerate a loser's correct version that a winner
+              wrote too, or whose other versions are known bugs, and convict the one left to blame. π_f: a pass
+              means more where f's bugs are seen to fail. Glue in every clause would be the one cause of every
+              loss and exonerate the bugs beside it (a function all got wrong is still blamed). Where no one
               passed, max A^E is the best loser's (a win's gives untested junk half a win; bench/credit.py).
     Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
               m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
@@ -258,21 +256,23 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
             wrote, body = written_functions(turn)
             index = tests_naming(turn.public) if turn.public else None
             program = index is not None and not any(index.get(f) for f in body if f)  # the tests judge the program
-            whole = t + 1 == len(tr.turns) or program and not all(turn.public.values())
+            whole = t + 1 == len(tr.turns) or index is not None and not all(turn.public.values())
             version = {f: (f, tuple(x for x in map(diffs.normalize_line, body[f]) if x))  # the versions it wrote,
                        for f in (body if whole else wrote)}                   # all of S_t where a clause needs them
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
-                if index and index.get(f) and (ok := passes(turn.public, f, functools.partial(callees, body, f),
-                                                            index)) is not None:  # tests that name f judge it
-                    (passed if ok else bugs).add(version[f])
+                if index and index.get(f):  # tests that name f judge it; a failure a callee may share is a clause
+                    if (ok := passes(turn.public, f, calls := functools.partial(callees, body, f), index)) is None:
+                        clauses.append({version[f]} | {version[g] for g in calls()})
+                    else:
+                        (passed if ok else bugs).add(version[f])
             if program:  # a pass: each version passed; a failure: a clause over S_t (a bug if it is alone there)
                 (passed.update(version[f] for f in wrote) if all(turn.public.values())
                  else (bugs.update if len(body) == 1 else clauses.append)(set(version.values())))
         if tr.turns:
             finals.append(set(version.values()))
             (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
-    shared = set.intersection(*finals) if finals else set()  # in every final workspace: the group cannot blame it
+    shared = {u for u in set.intersection(*finals) if not u[0]} if finals else set()  # glue in every final S_T
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     q = defaultdict(lambda: PRIOR, known)
     passed -= known.keys()

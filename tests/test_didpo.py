@@ -515,6 +515,22 @@ def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
     assert q["print(n * (n + 1) // 2)"] < 1e-6   # passed its public test, lost: the glue is verified
 
 
+def test_a_failure_a_callee_may_share_is_a_clause(tiny_tokenizer):
+    """f calls a helper h that no test names, so h's own tests are all of them and fail with f's: passes() cannot
+    say whose failure it is. Turn 1's h is wrong and f's test fails; turn 2 fixes h and wins. The failure is the
+    clause {f, h of turn 1}; f is verified, so it convicts that h (before, it was no evidence: q = 1/2)."""
+    test = [tasks.Test("assert", "assert f(2) == 7")]
+    task = tasks.Task(id="callee", prompt="f(x) = 2·h(x) + 1, h(x) = x + 1.", files={"solution.py": ""},
+                      public_tests=test, hidden_tests=test + [tasks.Test("assert", "assert f(0) == 3")])
+
+    def file(h, end=""):
+        return f"Here.\n```python\ndef h(x):\n    return {h}\n\ndef f(x):\n    return h(x) * 2 + 1\n```\n{end}"
+    tr = rollout.replay(task, [file("x - 1"), file("x + 1", "finish\n")], tiny_tokenizer, max_turns=2)
+    assert tr.reward == 1.0 and [list(t.public.values()) for t in tr.turns] == [[False], [True]]
+    q = {u[1][-1]: v for u, v in didpo.verdict([tr])[1].items()}
+    assert q["return x + 1"] == q["return h(x) * 2 + 1"] == 1.0 and q["return x - 1"] < 1e-6
+
+
 def test_passes_reads_the_tests_that_name_the_function():
     pub = {"assert helper(3) == 3": False, "assert main(3) == 6": False, "assert other() == 1": True}
     assert functions.passes(pub, "other") is True and functions.passes(pub, "helper") is False
