@@ -492,6 +492,8 @@ def test_glue_in_every_workspace_takes_no_blame(tiny_tokenizer):
     q = {u: v for u, v in didpo.verdict(group)[1].items()}
     assert q[("", ("import math",))] == didpo.PRIOR
     assert all(v < 1e-6 for u, v in q.items() if u[0] == "sum_to")
+    same = didpo.verdict(group[1:2] * 3)[1]  # a function every trajectory got wrong (it passed its public test)
+    assert [v for u, v in same.items() if u[0] == "sum_to"] < [1e-6]
 
 
 def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
