@@ -256,14 +256,13 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
             wrote, body = written_functions(turn)
             index = tests_naming(turn.public) if turn.public else None
             program = index is not None and not any(index.get(f) for f in body if f)  # the tests judge the program
-            whole = t + 1 == len(tr.turns) or index is not None and not all(turn.public.values())
-            version = {f: (f, tuple(x for x in map(diffs.normalize_line, body[f]) if x))  # the versions it wrote,
-                       for f in (body if whole else wrote)}                   # all of S_t where a clause needs them
+            whole = t + 1 == len(tr.turns) or program and not all(turn.public.values())
+            version = {f: _version(body, f) for f in (body if whole else wrote)}  # what it wrote; all S_t for a clause
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
                 if index and index.get(f):  # tests that name f judge it; a failure a callee may share is a clause
                     if (ok := passes(turn.public, f, calls := functools.partial(callees, body, f), index)) is None:
-                        clauses.append({version[f]} | {version[g] for g in calls()})
+                        clauses.append({version[f]} | {version.get(g) or _version(body, g) for g in calls()})
                     else:
                         (passed if ok else bugs).add(version[f])
             if program:  # a pass: each version passed; a failure: a clause over S_t (a bug if it is alone there)
@@ -282,6 +281,10 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape_rates(q, passed, failed)
 
 
+def _version(body: dict[str, list[str]], f: str) -> tuple[str, tuple[str, ...]]:
+    return f, tuple(x for x in map(diffs.normalize_line, body[f]) if x)  # (f, its normalized non-blank lines)
+
+
 def escape_rates(q: dict, passed: set, failed: Counter) -> dict[str, float]:
     """π̂_f = (b + B_f)/(2b + B_f + F_f) of every function with a free version that passed (module docstring)."""
     escaped = defaultdict(list)                 # B_f = fsum, exact in any order (set order varies by process)
@@ -297,8 +300,7 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
     for c in map(sorted, clauses):               # sorted: the updates' order (and so q) is the same in every process
         for u in (w for w in c if w not in known):
             of[u].append(c)
-    for u in sorted(passed):                     # a pass is evidence outside every clause too
-        of.setdefault(u, [])
+    of.update({u: of.get(u, []) for u in sorted(passed)})  # a pass is evidence outside every clause too
     failed = Counter(u[0] for u, v in known.items() if v == 0.0)
     for _ in range(iters):
         log_pi = {f: math.log(p) for f, p in escape_rates(q, passed, failed).items()}
@@ -311,9 +313,8 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
 
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:
     """A^E, the diff-level (or step-level) terms and Â for one task group; see the module docstring."""
-    # No-op algorithmically, exists for speed: a batch holds millions of small tuples (token
-    # offsets), and the cyclic GC would walk them all on every collection that the many small
-    # allocations here trigger, making the cost grow faster than the group.
+    # For speed only: a batch holds millions of small tuples (token offsets), and the cyclic GC would walk them
+    # all on every collection that the many small allocations here trigger (cost growing faster than the group).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -332,8 +333,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info, verdicts, escape = {}, {}, {}
     anchors: list[diffs.Anchor] = []
     anchor_values: dict[int, list[float]] = {}
-    held: dict[int, list[int]] = {}   # anchor id -> its holders; dd: anchor id -> the DiD contrast on them
-    dd: dict[int, float] = {}
+    held, dd = {}, {}  # anchor id -> its holders (sorted), and the DiD contrast on them
 
     if cfg.algo == "gigpo":
         steps: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
