@@ -38,8 +38,8 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               π_f, how often f's bugs get past f's public tests, is learned from the group:
               π_f ~ Beta(b, b) (b = ESCAPE = 3), its posterior mean π̂_f = (b + B_f)/(2b + B_f + F_f), F_f = f's
               versions that failed their tests, B_f = Σ_{u of f that passed} (1 − q_u) the bugs expected among
-              those that passed. Glue (the "" version: imports, the entry call) in every final workspace of the
-              group leaves every clause. Independent priors P(u correct) = 1/2; q_u by mean field,
+              those that passed. Glue (the "" version beside a def/class: imports, the entry call) in every
+              final workspace of the group leaves every clause. Independent priors P(u correct) = 1/2; mean field,
               log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
               A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the version's
               posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's verified versions
@@ -271,7 +271,7 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
         if tr.turns:
             finals.append(set(version.values()))
             (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
-    shared = {u for u in set.intersection(*finals) if not u[0]} if finals else set()  # glue in every final S_T
+    shared = {u for u in set.intersection(*finals) if not u[0]} if finals and min(map(len, finals)) > 1 else set()
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     q = defaultdict(lambda: PRIOR, known)
     passed -= known.keys()

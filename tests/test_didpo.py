@@ -515,6 +515,9 @@ def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
     q = {u[1][-1]: v for u, v in didpo.verdict(group)[1].items() if u[0] == "main"}
     assert q["print(max(n, 0) * (n + 1) // 2)"] == 1.0 and q["print(n * (n - 1) // 2)"] < 1e-6
     assert q["print(n * (n + 1) // 2)"] < 1e-6   # passed its public test, lost: the glue is verified
+    script = "Here.\n```python\nn = int(input())\nprint(n * (n + 1) // 2)\n```\nfinish\n"  # top level only:
+    script = rollout.replay(task, [script], tiny_tokenizer, max_turns=1)                    # the program, not glue
+    assert [v for u, v in didpo.verdict([script] * 3)[1].items()] < [1e-6]
 
 
 def test_a_failure_a_callee_may_share_is_a_clause(tiny_tokenizer):
