@@ -10,8 +10,7 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
     A^E_i   = Y_i − mean_j Y_j   (mean_std_norm: ÷ std_j Y_j)                        episode advantage (GRPO)
               Y_i = R_i + Σ_t r_{i,t} (episode_return="total", the default; it is R_i when there are no
               step rewards, and keeps invalid-action penalties in GRPO) or Y_i = R_i ("final")
-    A^D_m   for a member m = (i, t) of an anchor g (diffs.find_anchors: the sub-diffs shared across
-            trajectories, non-overlapping inside a turn):
+    A^D_m   for a member m = (i, t) of an anchor g (diffs.find_anchors: shared sub-diffs, disjoint inside a turn):
               baseline="ridge" (default):  A^D_g = β_g of the ridge regression of the episode on the anchors
                   β = argmin_β Σ_i (y_i − b − Σ_g β_g·x_{i,g})² + α·Σ_g β_g²,   y_i = G_{i,1}, b unpenalized,
                   x_{i,g} = 1 iff trajectory i wrote g (a kept member) and, with survive=True, every line that
@@ -265,9 +264,10 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
                         clauses.append({version[f]} | {version.get(g) or _version(body, g) for g in calls()})
                     else:
                         (passed if ok else bugs).add(version[f])
-            if program:  # a pass: each version passed; a failure: a clause over S_t (a bug if it is alone there)
-                (passed.update(version[f] for f in wrote) if all(turn.public.values())
-                 else (bugs.update if len(body) == 1 else clauses.append)(set(version.values())))
+            if program and all(turn.public.values()):  # the tests judge the program: a pass for each version
+                passed.update(version[f] for f in wrote)
+            elif program:  # a failure: some version of S_t is a bug (that one, if it is alone there)
+                (bugs.update if len(body) == 1 else clauses.append)(set(version.values()))
         if tr.turns:
             finals.append(set(version.values()))
             (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
