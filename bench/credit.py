@@ -80,6 +80,10 @@ was the one cause that explained every loss, which exonerated the bugs beside it
 the same groups (`--only stdio`, which draws other groups than the full table): binary G = 8 0.74/0.83
 -> 0.75/0.87, G = 32 0.89/0.92 -> 0.90/0.94; graded G = 8 0.65/0.68 -> 0.71/0.74, G = 32 0.88 -> 0.93.
 The two draws of binary G = 8 read 0.75 and 0.82: at G = 8 a cell of 100 groups moves by that much.
+The misses are not the sample's: with `--groups 200 --only <scenario>` (other draws again) variants WF
+graded G = 8 reads 0.78/0.81, imbalanced SR graded G = 8 0.80/0.84, and stdio WF 0.75/0.87 binary and
+0.70/0.74 graded at G = 8, graded G = 32 just under 0.90. A stdio program's failed public test is the
+same clause as its loss in one turn; only its pass is new evidence, so that column is the thinnest.
 What else was measured on the same groups (acc / AUC of the worst seed):
     - Passes as evidence (π_f, learned per function): without them (π_f = 1, the verdict before) variants WF
       graded G = 8 reads 0.75 / 0.78, variants SR graded 0.82, variants WF binary G = 32 0.90, helper WF
