@@ -255,7 +255,7 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
             wrote, body = written_functions(turn)
             index = tests_naming(turn.public) if turn.public else None
             program = index is not None and not any(index.get(f) for f in body if f)  # the tests judge the program
-            whole = t + 1 == len(tr.turns) or program and not all(turn.public.values())
+            whole = (broke := program and not all(turn.public.values())) or t + 1 == len(tr.turns)  # broke: it failed
             version = {f: _version(body, f) for f in (body if whole else wrote)}  # what it wrote; all S_t for a clause
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
@@ -264,10 +264,10 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
                         clauses.append({version[f]} | {version.get(g) or _version(body, g) for g in calls()})
                     else:
                         (passed if ok else bugs).add(version[f])
-            if program and all(turn.public.values()):  # the tests judge the program: a pass for each version
-                passed.update(version[f] for f in wrote)
-            elif program:  # a failure: some version of S_t is a bug (that one, if it is alone there)
+            if broke:  # some version of S_t is a bug (that one, if it is alone there)
                 (bugs.update if len(body) == 1 else clauses.append)(set(version.values()))
+            elif program:  # a pass for each version it wrote
+                passed.update(version[f] for f in wrote)
         if tr.turns:
             finals.append(set(version.values()))
             (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
