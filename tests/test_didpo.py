@@ -553,3 +553,64 @@ def test_the_verdict_is_the_same_in_every_process():
     outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
     assert len(outs) == 1
+
+
+def test_every_estimator_survives_whatever_a_model_writes(tiny_tokenizer):
+    """Groups built the way the rollout loop builds them from random and adversarial responses (fences, broken
+    search/replace, syntax errors, nested and duplicate defs, classes, NULs, deep nesting), with random public
+    results, step and final rewards: every estimator returns finite advantages, zero off the loss mask, and the
+    verdict judges something (its parsing of arbitrary workspaces is exercised, not skipped)."""
+    import random
+
+    code = ["def add(a, b):", "    return a + b", "    return a - b", "def sub(a, b):", "class Solution:",
+            "    def add(self, a, b):", "        return a + b", "import sys", "print(add(1, 2))", "def input():",
+            "async def add(a, b):", "@staticmethod", "if __name__ == '__main__':", "    main()", "def main():",
+            "def add(:", "def add(a, b): return a+b", "def 日本(a):", "    def add(a, b):", "add = lambda a, b: 0",
+            "def helper(a):\n    return a", "def add(a, b):\n    return helper(a) + b", "\x00", "\ufeff", "(" * 120,
+            "'''", "def f():\n" + "".join("    " * k + "if x:\n" for k in range(1, 40)) + "    " * 40 + "pass",
+            "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE", "```", "```python", "solution.py", "finish", "run tests"]
+    pubs = [["assert add(1, 2) == 3"], ["assert add(1, 2) == 3", "assert sub(2, 1) == 1"], ["print(1)"],
+            ["assert Solution().add(1, 2) == 3"], ["assert helper(1) == 1", "assert add(1, 2) == 3"]]
+    rng = random.Random(7)
+
+    def response():
+        body = "\n".join(rng.choice(code) for _ in range(rng.randrange(1, 14)))
+        return rng.choice(["Here.\n```python\n{}\n```\n", "{}", "solution.py\n```python\n<<<<<<< SEARCH\n"
+                           "def add(a, b):\n    pass\n=======\n{}\n>>>>>>> REPLACE\n```\n"]).format(body)
+
+    def trajectory(task, turns):
+        ep = env.Episode(task, env.EnvConfig(max_turns=turns))
+        ids = chat.prompt_ids(tiny_tokenizer, ep.messages)
+        mask = [0] * len(ids)
+        while not ep.done:
+            rid = tiny_tokenizer.encode(response(), add_special_tokens=False)
+            text, offsets = credit.token_offsets(tiny_tokenizer, rid)
+            job = ep.act(text)
+            ep.observe(None if job is None else [sandbox.Verdict(p, "pass" if p else "wrong", "")
+                                                 for p in (rng.random() < 0.5 for _ in job.tests)])
+            turn = ep.turns[-1]
+            a = len(ids)
+            ids += rid + [chat.eot_id(tiny_tokenizer)]
+            mask += [1] * (len(rid) + 1)
+            turn.span, turn.offsets = (a, len(ids)), offsets + [(len(text), len(text))]
+            turn.reward = rng.choice([0.0, -0.1, 0.5])
+            if not ep.done:
+                obs = chat.observation_ids(tiny_tokenizer, turn.observation, ended_with_eot=True)
+                ids, mask = ids + obs, mask + [0] * len(obs)
+        return env.Trajectory(task_id=task.id, token_ids=ids, loss_mask=mask, turns=ep.turns,
+                              reward=rng.choice([0.0, 0.0, 1.0]))
+
+    cfgs = [didpo.AdvConfig(), didpo.AdvConfig(baseline="contrast", eta=0.8),
+            didpo.AdvConfig(baseline="group_mean", norm="mean_std_norm"), didpo.AdvConfig(algo="gigpo")]
+    judged = 0
+    for _ in range(40):
+        files = {"solution.py": rng.choice(["def add(a, b):\n    pass\n", "", "x = (\n",
+                                            "def add(a, b):\n    pass\n\n\ndef sub(a, b):\n    pass\n"])}
+        public = [tasks.Test("assert", p) for p in rng.choice(pubs)]
+        task = tasks.Task(id="fuzz", prompt="p", files=files, public_tests=public,
+                          hidden_tests=[tasks.Test("assert", "assert add(2, 2) == 4")])
+        group = [trajectory(task, rng.choice([1, 2, 3])) for _ in range(rng.choice([2, 4, 8]))]
+        for cfg in cfgs:
+            _masked_zero(group, didpo.compute_advantages(group, cfg))
+        judged += bool(didpo.compute_credit(group, didpo.AdvConfig()).verdicts)
+    assert judged >= 30
