@@ -28,6 +28,8 @@ Metrics, over the same groups for every estimator:
     token AUC: P(advantage of a correct-region token > that of a buggy-region token) over all
         region tokens of all groups of the column (ties count 1/2).
 Goal (issues 8, 15): DiDPO accuracy >= 0.90 at G = 32 and >= 0.80 at G = 8, AUC >= 0.85, in every column.
+For each cell that misses it, the default's accuracy per seed is printed with a 95% bootstrap interval over
+its groups (whole groups resampled: the pairs of one group share its evidence), to tell a miss from the draw.
 
 Messy groups (issue 15), beside the clean ones: 3 tasks of 3 functions, each with 3 correct
 implementations and 3 bugs (off-by-one, wrong operator, missing edge case: a deleted guard or a
@@ -80,6 +82,8 @@ was the one cause that explained every loss, which exonerated the bugs beside it
 the same groups (`--only stdio`, which draws other groups than the full table): binary G = 8 0.74/0.83
 -> 0.75/0.87, G = 32 0.89/0.92 -> 0.90/0.94; graded G = 8 0.65/0.68 -> 0.71/0.74, G = 32 0.88 -> 0.93.
 The two draws of binary G = 8 read 0.75 and 0.82: at G = 8 a cell of 100 groups moves by that much.
+The intervals (seeds 0, 1): variants WF graded G = 8 0.79 [0.75, 0.82] and 0.79 [0.75, 0.82]; imbalanced SR
+graded G = 8 0.78 [0.74, 0.81] and 0.82 [0.79, 0.86]; stdio WF graded G = 8 0.74 [0.70, 0.77] and 0.76 [0.73, 0.79].
 The misses are not the sample's: with `--groups 200 --only <scenario>` (other draws again) variants WF
 graded G = 8 reads 0.78/0.81, imbalanced SR graded G = 8 0.80/0.84, and stdio WF 0.75/0.87 binary and
 0.70/0.74 graded at G = 8, graded G = 32 just under 0.90. A stdio program's failed public test is the
@@ -454,10 +458,12 @@ def region_tokens(tr, spans):
     return out
 
 
-def measure(groups, cfg) -> tuple[float, float]:
-    wins, pairs, pos, neg = 0.0, 0, [], []
+def measure(groups, cfg, per_group: list | None = None) -> tuple[float, float]:
+    """(within-trajectory accuracy, token AUC); per_group, if given, receives each group's (wins, pairs)."""
+    counts, pos, neg = [], [], []
     for group in groups:
         advs = didpo.compute_advantages([tr for tr, _ in group], cfg)
+        wins, pairs = 0.0, 0
         for (tr, spans), adv in zip(group, advs):
             a = adv.numpy().astype(np.float64)  # exact means: equal values tie exactly
             regs = [(ok, a[idx]) for ok, idx in region_tokens(tr, spans)]
@@ -469,7 +475,20 @@ def measure(groups, cfg) -> tuple[float, float]:
                     if ok_c and not ok_b:
                         pairs += 1
                         wins += 1.0 if mc > mb else 0.5 if mc == mb else 0.0
+        counts.append((wins, pairs))
+    if per_group is not None:
+        per_group.extend(counts)
+    wins, pairs = (sum(x) for x in zip(*counts)) if counts else (0.0, 0)
     return wins / max(pairs, 1), auc(np.concatenate(pos), np.concatenate(neg))
+
+
+def interval(per_group: list[tuple[float, int]], draws: int = 2000) -> tuple[float, float]:
+    """95% bootstrap interval of the accuracy over groups (the unit that is drawn: pairs of one group share
+    its evidence), resampling whole groups with replacement; it measures how far the group draw moves a cell."""
+    w, n = np.array(per_group, dtype=np.float64).T
+    idx = np.random.default_rng(0).integers(0, len(w), size=(draws, len(w)))
+    acc = w[idx].sum(1) / np.maximum(n[idx].sum(1), 1)
+    return float(np.quantile(acc, 0.025)), float(np.quantile(acc, 0.975))
 
 
 EXACT = "exact verdict"
@@ -654,6 +673,8 @@ def main() -> None:
     names = [n for n, _ in ESTIMATORS]
     results: dict[tuple, list] = defaultdict(list)   # (name, column, rw, G) -> [(acc, auc) per seed]
     dropped: dict[tuple, list] = defaultdict(list)
+    spread: dict[tuple, list] = defaultdict(list)  # (column, rw, G) -> the default's 95% interval per seed
+    default = f"didpo {didpo.AdvConfig().baseline}"
     for seed in seeds:
         rng = random.Random(seed)
         for col, what in columns:
@@ -663,7 +684,10 @@ def main() -> None:
                                                   functools.partial(draw, rng, G, what, rw, cache, pools.get(seed, {})))
                     dropped[(col, rw, G)].append(len(skipped) / (len(skipped) + len(groups)))
                     for name, cfg in ESTIMATORS:
-                        results[(name, col, rw, G)].append(measure(groups, cfg))
+                        per = [] if name == default else None
+                        results[(name, col, rw, G)].append(measure(groups, cfg, per))
+                        if per is not None:
+                            spread[(col, rw, G)].append(interval(per))
                     if G == 8 and not col.startswith("clean"):
                         results[(EXACT, col, rw, G)].append(measure_exact(groups))
 
@@ -684,12 +708,15 @@ def main() -> None:
                 d = dropped[(col, rw, G)]
                 label = f"{col} {rw[:3]} G={G}"
                 print(f"{label:26s}{sum(d) / len(d):5.0%}" + "".join(f"{c:>{w}s}" for c in cells))
-    default = f"didpo {didpo.AdvConfig().baseline}"
     miss = [(col, rw, G) for col, _ in columns for rw in REWARDS for G in (8, 32)
             if worst[(default, col, rw, G)][0] < (0.99 if col.startswith("clean") else 0.90 if G == 32 else 0.80)
             or worst[(default, col, rw, G)][1] < 0.85]
     print(f"\ngoal ({default}: acc >= 0.90 @ G=32, >= 0.80 @ G=8, clean >= 0.99, AUC >= 0.85 everywhere): "
           + ("met" if not miss else f"NOT met in {miss}"))
+    for col, rw, G in miss:  # how far the draw of groups moves each missed cell
+        seeds_ = ", ".join(f"{a:.2f} [{lo:.2f}, {hi:.2f}]" for (a, _), (lo, hi)
+                           in zip(results[(default, col, rw, G)], spread[(col, rw, G)]))
+        print(f"  {col} {rw[:3]} G={G}: accuracy per seed, 95% interval over its groups: {seeds_}")
 
 
 if __name__ == "__main__":
