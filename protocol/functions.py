@@ -12,6 +12,7 @@ the callee's.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections import defaultdict
 
@@ -50,9 +51,14 @@ def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
     """Identifier -> results of the public tests whose text names it."""
     index: dict[str, list[bool]] = defaultdict(list)
     for test, ok in public.items():
-        for w in set(_WORD.findall(test)):
+        for w in _words(test):
             index[w].append(ok)
     return index
+
+
+@functools.lru_cache(maxsize=1 << 12)  # every turn of a group runs the same tests
+def _words(test: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(test))
 
 
 def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:
