@@ -49,25 +49,28 @@ Estimators: `didpo ridge` is the default (AdvConfig(): ridge anchors + the verdi
 version's posterior of being correct from the rewards and the public tests); `didpo ridge -verdict` is
 the ridge alone; `group_mean` and `contrast` are shown without the verdict. `exact verdict` (G = 8,
 messy columns) is the default with the verdict's posterior solved exactly (every assignment of the
-free versions enumerated) instead of by mean field: the same evidence and priors. Region tokens are a
-function's body: its def line is the stub's in every trajectory, written by no one.
+free versions enumerated) instead of by mean field: the same evidence and priors. `oracle rates` (G = 8,
+the columns whose functions are drawn independently) solves the same evidence exactly with each function's
+true rates as the priors (its rate of correct versions, the share of its bugs that pass its public test):
+not an estimator (no group shows those rates): what this evidence gives when they are known. Region
+tokens are a function's body: its def line is the stub's in every trajectory, written by no one.
 Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; drop = DAPO):
-    column                drop  contrast   ridge -verdict  ridge (default)  exact verdict
+    column                drop  contrast   ridge -verdict  ridge (default)  exact verdict  oracle rates
     clean, all 8 cells  0-36%  >=0.99/0.99  >=0.99/0.95    1.00/1.00
-    variants WF bin G=8    43%  0.68/0.79  0.69/0.78      0.84/0.92        0.84/0.92
+    variants WF bin G=8    43%  0.68/0.79  0.69/0.78      0.84/0.92        0.84/0.92      0.87/0.93
     variants WF bin G=32    2%  0.83/0.86  0.80/0.84      0.91/0.96
-    variants WF gra G=8     0%  0.61/0.76  0.63/0.76      0.79/0.80        0.79/0.80
-    variants SR gra G=8     0%  0.68/0.76  0.70/0.74      0.87/0.87        0.86/0.88
+    variants WF gra G=8     0%  0.61/0.76  0.63/0.76      0.79/0.80        0.79/0.80      0.84/0.82
+    variants SR gra G=8     0%  0.68/0.76  0.70/0.74      0.87/0.87        0.86/0.88      0.88/0.89
     skill WF gra G=8        0%  0.74/0.87  0.75/0.85      0.86/0.93        0.86/0.92
-    imbalanced SR bin G=8  39%  0.56/0.70  0.60/0.71      0.84/0.92        0.84/0.92
-    imbalanced SR gra G=8   7%  0.56/0.71  0.59/0.70      0.78/0.85        0.80/0.86
+    imbalanced SR bin G=8  39%  0.56/0.70  0.60/0.71      0.84/0.92        0.84/0.92      0.96/0.94
+    imbalanced SR gra G=8   7%  0.56/0.71  0.59/0.70      0.78/0.85        0.80/0.86      0.94/0.93
     imbalanced SR gra G=32  0%  0.64/0.72  0.84/0.77      0.98/0.99
     repair gra G=8          2%  0.62/0.69  0.69/0.68      0.87/0.89        0.87/0.89
     rewrite bin G=8         9%  0.60/0.65  0.69/0.67      0.88/0.91        0.88/0.91
     helper WF gra G=8       0%  0.74/0.81  0.77/0.80      0.91/0.92        0.90/0.92
-    stdio WF bin G=8       32%  0.71/0.83  0.74/0.81      0.82/0.92        0.80/0.91
+    stdio WF bin G=8       32%  0.71/0.83  0.74/0.81      0.82/0.92        0.80/0.91      0.81/0.91
     stdio WF bin G=32       0%  0.82/0.91  0.92/0.92      0.94/0.97
-    stdio WF gra G=8        1%  0.63/0.75  0.66/0.75      0.74/0.80        0.72/0.78
+    stdio WF gra G=8        1%  0.63/0.75  0.66/0.75      0.74/0.80        0.72/0.78      0.75/0.81
     stdio WF gra G=32       0%  0.78/0.84  0.87/0.83      0.94/0.98
 (the full table, every estimator and column, is what the script prints). The verdict adds 0.08-0.27
 accuracy at G = 8 and 0.02-0.14 at G = 32 in every messy column, and lifts token AUC from 0.66-0.94
@@ -82,6 +85,17 @@ was the one cause that explained every loss, which exonerated the bugs beside it
 the same groups (`--only stdio`, which draws other groups than the full table): binary G = 8 0.74/0.83
 -> 0.75/0.87, G = 32 0.89/0.92 -> 0.90/0.94; graded G = 8 0.65/0.68 -> 0.71/0.74, G = 32 0.88 -> 0.93.
 The two draws of binary G = 8 read 0.75 and 0.82: at G = 8 a cell of 100 groups moves by that much.
+The oracle column says what each miss is made of.
+    stdio WF graded G = 8: even with the true rates the evidence gives 0.75 / 0.81, so no posterior of
+        independent versions meets the goal there, whatever its priors (a failed program test is one clause
+        over every function, the same as the loss).
+    variants WF graded G = 8: the true rates give 0.84 accuracy, so the accuracy gap is the rates; but AUC 0.82:
+        pooled over groups, the advantage's group-relative scale (q between the group's worst and best
+        episode) misorders a known-rate posterior too.
+    imbalanced SR graded G = 8: the true rates give 0.94; the gap is the rates, which a group with no winner
+        cannot identify: it shows how often f's versions pass, s_f = ρ_f + (1 − ρ_f)·π_f, while P(a passing
+        version is correct) = ρ_f / s_f needs ρ_f. A function that fails often is hard there (a pass is
+        suspect) and has a sharp test in variants (a pass is good news).
 The intervals (seeds 0, 1): variants WF graded G = 8 0.79 [0.75, 0.82] and 0.79 [0.75, 0.82]; imbalanced SR
 graded G = 8 0.78 [0.74, 0.81] and 0.82 [0.79, 0.86]; stdio WF graded G = 8 0.74 [0.70, 0.77] and 0.76 [0.73, 0.79].
 The misses are not the sample's: with `--groups 200 --only <scenario>` (other draws again) variants WF
@@ -337,6 +351,9 @@ HELPER = [
 MESSY_TASKS = [MESSY[0:3], MESSY[3:6], MESSY[6:9]]
 # scenario -> what a trajectory does (see plan()); the helper scenario uses the HELPER task only
 SCENARIOS = ("variants WF", "variants SR", "skill WF", "imbalanced SR", "repair", "rewrite", "helper WF", "stdio WF")
+# scenario -> each function's rate of correct versions, where they are independent (the oracle's ρ_f)
+P_OK = {"variants WF": (0.5,) * 3, "variants SR": (0.5,) * 3, "stdio WF": (0.5,) * 3,
+        "imbalanced SR": (0.15, 0.85, 0.85)}
 
 
 def glue(regions) -> str:
@@ -392,8 +409,7 @@ def plan(scn: str, regions, rng: random.Random, public_ok) -> tuple:
         s = rng.choice((0.15, 0.5, 0.85))
         return style, (("wf", tuple(pick(j, s) for j in range(3))),)
     if scn in ("variants SR", "imbalanced SR"):
-        p = (0.15, 0.85, 0.85) if scn == "imbalanced SR" else (0.5, 0.5, 0.5)
-        return style, tuple(("sr", j, pick(j, p[j])) for j in rng.sample(range(3), 3))
+        return style, tuple(("sr", j, pick(j, P_OK[scn][j])) for j in rng.sample(range(3), 3))
     vs = tuple(pick(j, 0.5) for j in range(3))
     turns = [("wf", vs)]
     failing = [j for j in range(3) if not public_ok[j][vs[j]]]
@@ -518,6 +534,39 @@ def exact(clauses: list[set], known: dict, passed: set = frozenset()) -> dict:
 def measure_exact(groups) -> tuple[float, float]:
     """measure() of the default estimator with the exact posterior (G = 8 only: the enumeration is 2^free)."""
     solve, didpo.mean_field = didpo.mean_field, exact
+    try:
+        return measure(groups, didpo.AdvConfig())
+    finally:
+        didpo.mean_field = solve
+
+
+ORACLE = "oracle rates"
+
+
+def oracle(rates: dict[str, tuple[float, float]]):
+    """The verdict's evidence solved exactly with each function's true rates in place of the priors: P(u correct) =
+    ρ_f, the rate its scenario draws a correct version, and a bug passes f's public test with probability π_f, the
+    share of f's bugs that do (glue, the "" version, is always correct). What the evidence allows when the rates,
+    which a group of 8 barely shows, are known: the gap to `exact verdict` is the cost of learning them."""
+    def solve(clauses: list[set], known: dict, passed: set = frozenset()) -> dict:
+        free = sorted(({u for c in clauses for u in c} | set(passed)) - known.keys())
+        if len(free) > 22:
+            raise OverflowError(f"{len(free)} free versions")
+        A = ((np.arange(2 ** len(free))[:, None] >> np.arange(len(free))) & 1).astype(bool)   # [S, n] 1 = correct
+        rho, pi = np.array([rates.get(u[0], (1.0, 0.0)) for u in free]).T.reshape(2, len(free))
+        bug = (1 - rho) * np.where([u in passed for u in free], pi, 1.0)                      # [n]
+        w = np.prod(np.where(A, rho, bug), axis=1)                                             # [S]
+        col = {u: k for k, u in enumerate(free)}
+        for c in clauses:
+            cols = [col[u] for u in c if u in col]
+            w = w * ~A[:, cols].all(1) if cols else w
+        return {u: float(w @ A[:, k] / w.sum()) for u, k in col.items()}
+    return solve
+
+
+def measure_oracle(groups, rates) -> tuple[float, float]:
+    """measure() of the default estimator with the oracle's posterior (G = 8; the scenarios of P_OK)."""
+    solve, didpo.mean_field = didpo.mean_field, oracle(rates)
     try:
         return measure(groups, didpo.AdvConfig())
     finally:
@@ -690,17 +739,21 @@ def main() -> None:
                             spread[(col, rw, G)].append(interval(per))
                     if G == 8 and not col.startswith("clean"):
                         results[(EXACT, col, rw, G)].append(measure_exact(groups))
+                    if G == 8 and col in P_OK:
+                        rates = {r[0]: (P_OK[col][j], float(np.mean(ok[j][len(r[2]):])))
+                                 for rs, ok in zip(MESSY_TASKS, public_ok) for j, r in enumerate(rs)}
+                        results[(ORACLE, col, rw, G)].append(measure_oracle(groups, rates))
 
     print("\nwithin-trajectory accuracy / token AUC, the worst over seeds " + str(seeds)
           + "  (WF = whole file in one turn, SR = one search/replace per function per turn)")
-    w = 2 + max(16, *map(len, names + [EXACT]))  # each column as wide as its estimator's name
-    print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>{w}s}" for n in names + [EXACT]))
+    w = 2 + max(16, *map(len, names + [EXACT, ORACLE]))  # each column as wide as its estimator's name
+    print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>{w}s}" for n in names + [EXACT, ORACLE]))
     worst = {}
     for col, _ in columns:
         for rw in REWARDS:
             for G in (8, 32):
                 cells = []
-                for n in names + [EXACT]:
+                for n in names + [EXACT, ORACLE]:
                     rs = results[(n, col, rw, G)] or [(math.nan, math.nan)]
                     worst[(n, col, rw, G)] = (min(a for a, _ in rs), min(u for _, u in rs))
                     a, u = worst[(n, col, rw, G)]
