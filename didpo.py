@@ -28,7 +28,7 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
     A^V     verdict=True (default): credit of a function version by the posterior that it is correct.
               A version u = (f, the normalized lines of f) of a top-level def/class f ("" outside any) in
               the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Evidence:
-              u fails f's public tests after the turn (Turn.public; f's tests: those whose text names f) ⇒ u is a
+              u fails f's public tests after the turn (Turn.public; f's tests: those whose code names f) ⇒ u is a
               bug, or a clause {u, f's callees} where they fail their own tests too; no test names a function of
               the workspace ⇒ they judge the program: a failure ⇒ a clause over its versions, a pass for each;
               R_i ≥ 1 (every hidden test passes) ⇒ every version in i's final workspace is correct;

@@ -4,9 +4,10 @@
 
 `written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
 the lines turn t wrote inside it (from Turn.origin) and its lines. `callees`: the other top-level
-functions a body names. `passes`: does a function pass the public tests whose text names it (all
+functions a body names. `passes`: does a function pass the public tests whose code names it (all
 of them when none does)? Unknown (None) when a function it calls fails its own: the failure may be
-the callee's.
+the callee's. A test's code is its text outside string literals; a stdio test has none (its stdin
+and expected output are data: a word there that a function is called names nothing).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import re
 from collections import defaultdict
 
 from protocol.lines import lines_of
+from protocol.messages import STDIO_HEAD
 
 _NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_STRING = re.compile(r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")  # a one-line string literal
 
 
 def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
@@ -48,7 +51,7 @@ def callees(body: dict[str, list[str]], name: str) -> set[str]:
 
 
 def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
-    """Identifier -> results of the public tests whose text names it."""
+    """Identifier -> results of the public tests whose code names it."""
     index: dict[str, list[bool]] = defaultdict(list)
     for test, ok in public.items():
         for w in _words(test):
@@ -58,11 +61,15 @@ def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
 
 @functools.lru_cache(maxsize=1 << 12)  # every turn of a group runs the same tests
 def _words(test: str) -> frozenset[str]:
-    return frozenset(_WORD.findall(test))
+    """The identifiers a test's code names: none for a stdio test (it feeds stdin; its data is not code), and
+    none inside a string literal (`solve('count') == 3` names solve, not a function called count)."""
+    if test.startswith(STDIO_HEAD):
+        return frozenset()
+    return frozenset(_WORD.findall(_STRING.sub("", test)))
 
 
 def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:
-    """Does function `name` pass its public tests (those whose text names it; all tests if none does)?
+    """Does function `name` pass its public tests (those whose code names it; all tests if none does)?
     None (unknown) when a function it calls fails its own: the failure may be the callee's. `calls` is
     the set of its callees, or a function that returns it (only a failing function needs them)."""
     index = tests_naming(public) if index is None else index

@@ -36,9 +36,12 @@ def syntax_error(path: str, text: str) -> str | None:
     return None
 
 
+STDIO_HEAD = "input:\n"  # how describe_test opens a stdio test (protocol.functions: such a test names no function)
+
+
 def describe_test(t: Test, fn_name: str | None) -> str:
     if t.kind == "stdio":
-        return f"input:\n{fence(t.input)}\nexpected output:\n{fence(t.output)}"
+        return f"{STDIO_HEAD}{fence(t.input)}\nexpected output:\n{fence(t.output)}"
     if t.kind == "call":
         args = ", ".join(x for x in t.input.split("\n") if x.strip())
         return f"{fn_name}({args}) should return {t.output}"

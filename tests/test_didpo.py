@@ -520,6 +520,27 @@ def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
     assert [v for u, v in didpo.verdict([script] * 3)[1].items()] < [1e-6]
 
 
+def test_data_in_a_test_names_no_function(tiny_tokenizer):
+    """A stdio test's stdin is data, not code: "count the words" does not name a function `count`. Read as a name,
+    it made the program's failure count's own (count passes nothing, so fmt, the bug, got no evidence: q = 1/2).
+    Words inside a string literal of a call or assert test are data too."""
+    index = functions.tests_naming({"assert solve('count') == 3": False, "solve(\"fmt\") should return 1": True})
+    assert set(index) == {"assert", "solve", "should", "return"}
+    test = [tasks.Test("stdio", "count the words\n", "3 words\n")]
+    task = tasks.Task(id="words", prompt="Count the words of a line; print '<n> words'.", files={"solution.py": ""},
+                      public_tests=test, hidden_tests=test + [tasks.Test("stdio", "a b\n", "2 words\n")])
+
+    def program(fmt, end=""):
+        return (f"Here.\n```python\nimport sys\n\ndef count(s):\n    return len(s.split())\n\ndef fmt(n):\n"
+                f"    return {fmt}\n\nprint(fmt(count(sys.stdin.readline())))\n```\n{end}")
+    tr = rollout.replay(task, [program("f'{n + 1} words'"), program("f'{n} words'", "finish\n")], tiny_tokenizer,
+                        max_turns=2)
+    assert tr.reward == 1.0 and [list(t.public.values()) for t in tr.turns] == [[False], [True]]
+    assert functions.tests_naming(tr.turns[0].public) == {}
+    q = {u[1][-1]: v for u, v in didpo.verdict([tr])[1].items()}
+    assert q["return len(s.split())"] == q["return f'{n} words'"] == 1.0 and q["return f'{n + 1} words'"] < 1e-6
+
+
 def test_a_failure_a_callee_may_share_is_a_clause(tiny_tokenizer):
     """f calls a helper h that no test names, so h's own tests are all of them and fail with f's: passes() cannot
     say whose failure it is. Turn 1's h is wrong and f's test fails; turn 2 fixes h and wins. The failure is the
