@@ -496,13 +496,18 @@ def test_glue_in_every_workspace_takes_no_blame(tiny_tokenizer):
     assert [v for u, v in same.items() if u[0] == "sum_to"] < [1e-6]
 
 
+def stdio_task(prompt: str, public: tuple[str, str], hidden: tuple[str, str]) -> tasks.Task:
+    """A task graded on stdin/stdout: one public (input, output) test; the hidden tests are it and one more."""
+    test = [tasks.Test("stdio", *public)]
+    return tasks.Task(id="stdio", prompt=prompt, files={"solution.py": ""}, public_tests=test,
+                      hidden_tests=test + [tasks.Test("stdio", *hidden)])
+
+
 def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
     """A stdio program: glue (import, entry call) and main; its test feeds stdin and names no function. Turn 1's
     main fails it, and is the only version there beside the glue every trajectory holds: the failure convicts
     it, though turn 2 fixed it and won. Before, tests naming no function judged only a one-statement program."""
-    test = [tasks.Test("stdio", "4\n", "10\n")]
-    task = tasks.Task(id="stdio", prompt="Read n, print 1 + ... + n.", files={"solution.py": ""},
-                      public_tests=test, hidden_tests=test + [tasks.Test("stdio", "-3\n", "0\n")])
+    task = stdio_task("Read n, print 1 + ... + n.", ("4\n", "10\n"), ("-3\n", "0\n"))
 
     def program(expr, end=""):
         return (f"Here.\n```python\nimport sys\n\ndef main():\n    n = int(sys.stdin.readline())\n"
@@ -526,9 +531,8 @@ def test_data_in_a_test_names_no_function(tiny_tokenizer):
     Words inside a string literal of a call or assert test are data too."""
     index = functions.tests_naming({"assert solve('count') == 3": False, "solve(\"fmt\") should return 1": True})
     assert set(index) == {"assert", "solve", "should", "return"}
-    test = [tasks.Test("stdio", "count the words\n", "3 words\n")]
-    task = tasks.Task(id="words", prompt="Count the words of a line; print '<n> words'.", files={"solution.py": ""},
-                      public_tests=test, hidden_tests=test + [tasks.Test("stdio", "a b\n", "2 words\n")])
+    task = stdio_task("Count the words of a line; print '<n> words'.", ("count the words\n", "3 words\n"),
+                      ("a b\n", "2 words\n"))
 
     def program(fmt, end=""):
         return (f"Here.\n```python\nimport sys\n\ndef count(s):\n    return len(s.split())\n\ndef fmt(n):\n"
