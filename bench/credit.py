@@ -507,40 +507,39 @@ def interval(per_group: list[tuple[float, int]], draws: int = 2000) -> tuple[flo
     return float(np.quantile(acc, 0.025)), float(np.quantile(acc, 0.975))
 
 
-EXACT = "exact verdict"
+def _assignments(clauses: list[set], known: dict, passed: set) -> tuple[dict, np.ndarray]:
+    """(free version -> its column, every assignment of the free versions [S, n], 1 = correct); at most 2^22."""
+    free = sorted(({u for c in clauses for u in c} | set(passed)) - known.keys())
+    if len(free) > 22:
+        raise OverflowError(f"{len(free)} free versions")
+    return {u: k for k, u in enumerate(free)}, ((np.arange(2 ** len(free))[:, None] >> np.arange(len(free))) & 1
+                                                ).astype(bool)
+
+
+def _ruled_out(w: np.ndarray, A: np.ndarray, col: dict, clauses: list[set]) -> np.ndarray:
+    """w with every assignment that leaves a clause without a bug set to 0."""
+    for c in clauses:  # a losing final workspace holds a bug; its known versions here are all correct
+        cols = [col[u] for u in c if u in col]
+        w = w * ~A[:, cols].all(1) if cols else w  # all verified: no free version to blame (as in mean field)
+    return w
+
+
+def _marginals(w: np.ndarray, A: np.ndarray, col: dict) -> dict:
+    return {u: float(w @ A[:, k] / w.sum()) for u, k in col.items()}
 
 
 def exact(clauses: list[set], known: dict, passed: set = frozenset()) -> dict:
     """didpo's verdict solved exactly instead of by mean field: the same evidence and priors, every assignment
     of the free versions enumerated, each π_f integrated out (at most 2^22 assignments; a larger group raises)."""
-    free = sorted(({u for c in clauses for u in c} | set(passed)) - known.keys())
-    if len(free) > 22:
-        raise OverflowError(f"{len(free)} free versions")
-    col = {u: k for k, u in enumerate(free)}
-    A = ((np.arange(2 ** len(free))[:, None] >> np.arange(len(free))) & 1).astype(bool)   # [S, n] 1 = correct
-    w = didpo.PRIOR ** A.sum(1) * (1 - didpo.PRIOR) ** (~A).sum(1)                      # [S]
-    for c in clauses:  # a losing final workspace holds a bug; its known versions here are all correct
-        cols = [col[u] for u in c if u in col]
-        w = w * ~A[:, cols].all(1) if cols else w  # all verified: no free version to blame (as in mean field)
+    col, A = _assignments(clauses, known, passed)
+    w = _ruled_out(didpo.PRIOR ** A.sum(1) * (1 - didpo.PRIOR) ** (~A).sum(1), A, col, clauses)  # [S]
     b, failed = didpo.ESCAPE, Counter(u[0] for u, v in known.items() if v == 0.0)
     for f in sorted({u[0] for u in passed}):  # ∫ π^(bugs that passed) (1 - π)^(failed) Beta(π; b, b) dπ
         cols = [col[u] for u in sorted(passed) if u[0] == f]
         lbeta = np.array([math.lgamma(b + k) + math.lgamma(b + failed[f]) - math.lgamma(2 * b + k + failed[f])
                           for k in range(len(cols) + 1)])
         w = w * np.exp(lbeta[(~A[:, cols]).sum(1)] - lbeta[0])
-    return {u: float(w @ A[:, k] / w.sum()) for u, k in col.items()}
-
-
-def measure_exact(groups) -> tuple[float, float]:
-    """measure() of the default estimator with the exact posterior (G = 8 only: the enumeration is 2^free)."""
-    solve, didpo.mean_field = didpo.mean_field, exact
-    try:
-        return measure(groups, didpo.AdvConfig())
-    finally:
-        didpo.mean_field = solve
-
-
-ORACLE = "oracle rates"
+    return _marginals(w, A, col)
 
 
 def oracle(rates: dict[str, tuple[float, float]]):
@@ -549,28 +548,24 @@ def oracle(rates: dict[str, tuple[float, float]]):
     share of f's bugs that do (glue, the "" version, is always correct). What the evidence allows when the rates,
     which a group of 8 barely shows, are known: the gap to `exact verdict` is the cost of learning them."""
     def solve(clauses: list[set], known: dict, passed: set = frozenset()) -> dict:
-        free = sorted(({u for c in clauses for u in c} | set(passed)) - known.keys())
-        if len(free) > 22:
-            raise OverflowError(f"{len(free)} free versions")
-        A = ((np.arange(2 ** len(free))[:, None] >> np.arange(len(free))) & 1).astype(bool)   # [S, n] 1 = correct
-        rho, pi = np.array([rates.get(u[0], (1.0, 0.0)) for u in free]).T.reshape(2, len(free))
-        bug = (1 - rho) * np.where([u in passed for u in free], pi, 1.0)                      # [n]
-        w = np.prod(np.where(A, rho, bug), axis=1)                                             # [S]
-        col = {u: k for k, u in enumerate(free)}
-        for c in clauses:
-            cols = [col[u] for u in c if u in col]
-            w = w * ~A[:, cols].all(1) if cols else w
-        return {u: float(w @ A[:, k] / w.sum()) for u, k in col.items()}
+        col, A = _assignments(clauses, known, passed)
+        rho, pi = np.array([rates.get(u[0], (1.0, 0.0)) for u in col]).T.reshape(2, len(col))
+        bug = (1 - rho) * np.where([u in passed for u in col], pi, 1.0)                       # [n]
+        return _marginals(_ruled_out(np.prod(np.where(A, rho, bug), axis=1), A, col, clauses), A, col)
     return solve
 
 
-def measure_oracle(groups, rates) -> tuple[float, float]:
-    """measure() of the default estimator with the oracle's posterior (G = 8; the scenarios of P_OK)."""
-    solve, didpo.mean_field = didpo.mean_field, oracle(rates)
+EXACT, ORACLE = "exact verdict", "oracle rates"
+
+
+def measure_solved(groups, solve) -> tuple[float, float]:
+    """measure() of the default estimator with its verdict's posterior solved by `solve` instead of mean field
+    (exact, oracle(rates): G = 8 only, the enumeration is 2^free)."""
+    mean_field, didpo.mean_field = didpo.mean_field, solve
     try:
         return measure(groups, didpo.AdvConfig())
     finally:
-        didpo.mean_field = solve
+        didpo.mean_field = mean_field
 
 
 def draw(rng, G, what, rw, cache, pools):
@@ -738,11 +733,11 @@ def main() -> None:
                         if per is not None:
                             spread[(col, rw, G)].append(interval(per))
                     if G == 8 and not col.startswith("clean"):
-                        results[(EXACT, col, rw, G)].append(measure_exact(groups))
+                        results[(EXACT, col, rw, G)].append(measure_solved(groups, exact))
                     if G == 8 and col in P_OK:
                         rates = {r[0]: (P_OK[col][j], float(np.mean(ok[j][len(r[2]):])))
                                  for rs, ok in zip(MESSY_TASKS, public_ok) for j, r in enumerate(rs)}
-                        results[(ORACLE, col, rw, G)].append(measure_oracle(groups, rates))
+                        results[(ORACLE, col, rw, G)].append(measure_solved(groups, oracle(rates)))
 
     print("\nwithin-trajectory accuracy / token AUC, the worst over seeds " + str(seeds)
           + "  (WF = whole file in one turn, SR = one search/replace per function per turn)")
