@@ -3,6 +3,7 @@
     python bench/credit.py                # the full table, seeds 0,1 (about 3 minutes: every trajectory replayed)
     python bench/credit.py --groups 10 --seeds 0 --only repair          # one scenario, fast and noisy
     python bench/credit.py --extra "a3:ridge=3" --extra "e08:eta=0.8"  # measure more didpo settings
+    python bench/credit.py --rewards fraction                           # R = share of hidden tests passed
 
 Synthetic tasks: each task's solution has 3 independent functions (regions); each region has a
 correct version and a buggy twin that differs in one token. Public tests check each region once,
@@ -16,7 +17,9 @@ environment (`rollout.replay`: parsing, edits with provenance, the SmolLM2 token
 sandboxed tests). Rewards:
     binary:           R = 1 iff every hidden test passes, no step rewards;
     graded per turn:  the same R plus potential-based shaping r_t = Φ(S_t) − Φ(S_{t−1}),
-                      Φ = share of public tests passed (EnvConfig.shaping_coef = 1).
+                      Φ = share of public tests passed (EnvConfig.shaping_coef = 1);
+    fraction (--rewards): R = share of hidden tests passed (EnvConfig.reward = "fraction"), no step
+                      rewards; each trajectory is replayed again (every hidden test runs), not in the default.
 Groups of G trajectories of one task are drawn with DAPO dynamic sampling, as a trainer does:
 a group whose episode returns are all equal carries no signal for any estimator (every
 advantage is 0) and is dropped and redrawn; how many were dropped is printed per column.
@@ -186,7 +189,7 @@ ESTIMATORS = [("grpo", didpo.AdvConfig(algo="grpo")), ("gigpo", didpo.AdvConfig(
               ("didpo ridge -verdict", didpo.AdvConfig(baseline="ridge", verdict=False)),
               ("didpo ridge", didpo.AdvConfig(baseline="ridge"))]
 PROTOCOLS = ("whole-file", "search/replace")
-REWARDS = {"binary": {"shaping_coef": 0.0}, "graded": {"shaping_coef": 1.0}}
+REWARDS = {"binary": {"shaping_coef": 0.0}, "graded": {"shaping_coef": 1.0}, "fraction": {"reward": "fraction"}}
 
 
 def region_code(r, ok: bool, style: int = 0) -> str:
@@ -626,6 +629,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=str, default="0,1", help="comma-separated seeds; the table shows the worst")
     ap.add_argument("--pool", type=int, default=64, help="distinct trajectories per messy task and seed")
     ap.add_argument("--only", type=str, default="", help="run only scenarios whose name contains this")
+    ap.add_argument("--rewards", type=str, default="binary,graded", help=f"comma-separated, of {', '.join(REWARDS)}")
     ap.add_argument("--extra", action="append", default=[], metavar="NAME:FIELD=V,...",
                     help="one more didpo estimator to measure, e.g. 'a=3:baseline=ridge,ridge=3'")
     args = ap.parse_args()
@@ -636,6 +640,11 @@ def main() -> None:
         kv = {k: v == "True" if types[k] is bool else types[k](v) for k, v in kv.items()}
         ESTIMATORS.append((name, didpo.AdvConfig(**kv)))
     seeds = [int(x) for x in args.seeds.split(",")]
+    rewards = args.rewards.split(",")
+    if args.pool < 32:
+        sys.exit(f"bench/credit.py: --pool {args.pool}; a group of 32 samples distinct plans, so pass --pool >= 32")
+    if not set(rewards) <= REWARDS.keys() or not rewards:
+        sys.exit(f"bench/credit.py: --rewards {args.rewards!r}; use a comma-separated list of {', '.join(REWARDS)}")
     torch.set_num_threads(1)
     tok = transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())
     t0 = time.perf_counter()
@@ -655,7 +664,8 @@ def main() -> None:
     print(f"checked every version against its tests in {time.perf_counter() - t0:.0f} s")
 
     # every trajectory is replayed with per-turn shaping (graded); its binary twin is the same record
-    # with the step rewards zeroed, which is what shaping_coef = 0 replays (checked below on a sample)
+    # with the step rewards zeroed, which is what shaping_coef = 0 replays (checked below on a sample);
+    # the fraction reward is a replay of its own (R needs every hidden test's result)
     jobs: dict[tuple, tuple] = {}   # key -> (task, regions, responses, spans)
     if "clean".find(args.only) >= 0 or not args.only:
         for k, (task, regions) in enumerate(clean_tasks):
@@ -686,13 +696,17 @@ def main() -> None:
 
     def run(key):
         task, regions, responses, spans = jobs[key]
-        tr = rollout.replay(task, responses, tok, max_turns=len(responses), shaping_coef=1.0)
+        tr = rollout.replay(task, responses, tok, max_turns=len(responses), **REWARDS["graded"])
         for t, s, e, _ in spans:
             assert tr.turns[t].response[s:e].startswith("def "), "replay changed the response text"
         binary = copy.deepcopy(tr)
         for turn in binary.turns:
             turn.reward = 0.0
-        return key, {"graded": (tr, spans), "binary": (binary, spans)}
+        out = {"graded": (tr, spans), "binary": (binary, spans)}
+        if "fraction" in rewards:
+            out["fraction"] = (rollout.replay(task, responses, tok, max_turns=len(responses), **REWARDS["fraction"]),
+                               spans)
+        return key, out
 
     t0 = time.perf_counter()
     cache: dict[tuple, dict] = {}
@@ -704,11 +718,15 @@ def main() -> None:
     sample = [k for k in jobs if k[0] == "messy"][:2] + [k for k in jobs if k[0] == "clean"][:1]
     for key in sample:  # the binary twin is what the environment gives without shaping
         task, regions, responses, _ = jobs[key]
-        b = rollout.replay(task, responses, tok, max_turns=len(responses), shaping_coef=0.0)
+        b = rollout.replay(task, responses, tok, max_turns=len(responses), **REWARDS["binary"])
         twin = cache[key]["binary"][0]
         assert b.reward == twin.reward and [t.reward for t in b.turns] == [t.reward for t in twin.turns]
         assert [t.public for t in b.turns] == [t.public for t in twin.turns]  # per-test results: both run them
         assert b.token_ids == twin.token_ids
+        if "fraction" in rewards:  # the same episode graded another way
+            f = cache[key]["fraction"][0]
+            assert f.token_ids == twin.token_ids and [t.public for t in f.turns] == [t.public for t in twin.turns]
+            assert (f.reward == 1.0) == (twin.reward == 1.0) and not any(t.reward for t in f.turns)
 
     columns = []
     if not args.only or "clean".find(args.only) >= 0:
@@ -722,7 +740,7 @@ def main() -> None:
     for seed in seeds:
         rng = random.Random(seed)
         for col, what in columns:
-            for rw in REWARDS:
+            for rw in rewards:
                 for G in (8, 32):
                     groups, skipped = draw_groups(rng, G, args.groups or 800 // G, ESTIMATORS[0][1],
                                                   functools.partial(draw, rng, G, what, rw, cache, pools.get(seed, {})))
@@ -745,7 +763,7 @@ def main() -> None:
     print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>{w}s}" for n in names + [EXACT, ORACLE]))
     worst = {}
     for col, _ in columns:
-        for rw in REWARDS:
+        for rw in rewards:
             for G in (8, 32):
                 cells = []
                 for n in names + [EXACT, ORACLE]:
@@ -756,7 +774,7 @@ def main() -> None:
                 d = dropped[(col, rw, G)]
                 label = f"{col} {rw[:3]} G={G}"
                 print(f"{label:26s}{sum(d) / len(d):5.0%}" + "".join(f"{c:>{w}s}" for c in cells))
-    miss = [(col, rw, G) for col, _ in columns for rw in REWARDS for G in (8, 32)
+    miss = [(col, rw, G) for col, _ in columns for rw in rewards for G in (8, 32)
             if worst[(default, col, rw, G)][0] < (0.99 if col.startswith("clean") else 0.90 if G == 32 else 0.80)
             or worst[(default, col, rw, G)][1] < 0.85]
     print(f"\ngoal ({default}: acc >= 0.90 @ G=32, >= 0.80 @ G=8, clean >= 0.99, AUC >= 0.85 everywhere): "
