@@ -42,7 +42,8 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
               A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the version's
               posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's verified versions
-              and a loser's bug). A^D, centered over each piece's tokens, only redistributes credit inside it.
+              and a loser's bug). A^D, centered over each piece's tokens, only redistributes credit inside it, except
+              where some 0 < R_i < 1 (partial credit): R's size, which only the ridge reads, then keeps A^D's mean.
               Why: most versions are written once in a group of 8 and form no anchor, and an anchor's value
               mixes in its writers' other pieces; the clauses exonerate a loser's correct version that a winner
               wrote too, or whose other versions are known bugs, and convict the one left to blame. π_f: a pass
@@ -387,8 +388,9 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
                 av, own = credit_mod.project(tr, [(t, rs, verdicts[u] * hi + (1.0 - verdicts[u]) * lo - episode[i], n)
                                                   for n, (t, u, rs) in enumerate(pieces[i])])
                 sel = own >= 0
-                sums = np.bincount(own[sel], weights=diff[i][sel], minlength=len(pieces[i]))
-                diff[i][sel] -= (sums / np.maximum(np.bincount(own[sel], minlength=len(pieces[i])), 1))[own[sel]]
+                if not any(0.0 < r.reward < 1.0 for r in group):  # win/loss: the verdict read R; A^D's mean repeats it
+                    sums = np.bincount(own[sel], weights=diff[i][sel], minlength=len(pieces[i]))
+                    diff[i][sel] -= (sums / np.maximum(np.bincount(own[sel], minlength=len(pieces[i])), 1))[own[sel]]
                 diff[i] += av
 
     token_adv, covered, n_resp = [], 0, 0

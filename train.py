@@ -587,15 +587,13 @@ def train(cfg: Config) -> Path:
     logger = Logger(run, cfg)
     acfg = adv_config(cfg)
     share = len(range(rank, cfg.tasks_per_step, world))  # this rank's task groups
-    # Each rank draws tasks from its own window of the shuffled list, the most it can draw in a
-    # step (DAPO may resample), so ranks never share a task and a resumed run draws what the
-    # uninterrupted one would.
+    # Each rank draws tasks from its own window of the shuffled list, the most it can draw in a step (DAPO may
+    # resample), so ranks never share a task and a resumed run draws what the uninterrupted one would.
     window = -(-cfg.tasks_per_step // world) * (cfg.max_gen_batches if cfg.dynamic_sampling else 1)
 
     for step in range(start, cfg.steps):
         t0 = time.time()
-        # Seeding from (seed, step, rank) makes a resumed run sample exactly what the
-        # uninterrupted one would have.
+        # Seeding from (seed, step, rank) makes a resumed run sample exactly what the uninterrupted one would have.
         torch.manual_seed(cfg.seed * 100003 + step * 101 + rank)
         times = {}
         # Give the sampler every byte the learner does not hold: no gradients through the rollout,

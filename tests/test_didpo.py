@@ -170,6 +170,23 @@ def test_didpo_verdict_by_hand(wf):
         assert outside(tr, a, 0, [rf, rg]) == {ae}
 
 
+def test_partial_credit_keeps_the_ridge_value_of_a_piece(tiny_tokenizer):
+    """With R = share of hidden tests passed, R = (1, .5, .5, 0): the verdict reads only win or loss (the same
+    verdicts as above), but R also says the half-right files are better than the all-wrong one, which the ridge
+    reads. So A^D keeps its mean over each piece: y_c = (.5, 0, 0, -.5) gives u·y_c = v·y_c = .5 as in
+    test_didpo_ridge_by_hand, β = ±1/6 on top of A^V's max A^E (.5) or min A^E (-.5)."""
+    combos = [(F_OK, G_OK), (F_OK, G_BAD), (F_BAD, G_OK), (F_BAD, G_BAD)]
+    group = [build(tiny_tokenizer, [whole(f, g)], [0.0], R) for (f, g), R in zip(combos, (1.0, 0.5, 0.5, 0.0))]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    _masked_zero(group, cr.token_adv)
+    for i, ((f, g), ae) in enumerate(zip(combos, (.5, 0.0, 0.0, -.5))):
+        tr, a = group[i], cr.token_adv[i]
+        rf, rg = region(tr.turns[0], f), region(tr.turns[0], g)
+        assert values(tr, a, 0, rf) == {round(.5 + 1 / 6, 5) if f == F_OK else round(-.5 - 1 / 6, 5)}
+        assert values(tr, a, 0, rg) == {round(.5 + 1 / 6, 5) if g == G_OK else round(-.5 - 1 / 6, 5)}
+        assert outside(tr, a, 0, [rf, rg]) == {ae}
+
+
 def test_verdict_posterior_by_hand(tiny_tokenizer):
     """Mean field on the clauses: a passing trajectory verifies its versions; a version whose public test fails
     is a bug and explains its trajectory's loss, so the other version there (g has no test) keeps the prior.
