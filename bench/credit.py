@@ -105,6 +105,12 @@ The misses are not the sample's: with `--groups 200 --only <scenario>` (other dr
 graded G = 8 reads 0.78/0.81, imbalanced SR graded G = 8 0.80/0.84, and stdio WF 0.75/0.87 binary and
 0.70/0.74 graded at G = 8, graded G = 32 just under 0.90. A stdio program's failed public test is the
 same clause as its loss in one turn; only its pass is new evidence, so that column is the thinnest.
+With a partial-credit reward (`--rewards fraction`, R = share of hidden tests passed; seeds 0,1, the worst) the
+default misses two G = 8 cells: imbalanced SR 0.77/0.84 (oracle rates 0.94/0.93) and stdio WF 0.76/0.84 (oracle
+0.76/0.85); every other messy cell reads >= 0.83/0.88 at G = 8 and >= 0.95/0.99 at G = 32, clean 1.00/1.00. There
+A^D keeps its mean over each piece (R tells the ridge how much of the suite a file passes; the verdict reads only
+win or loss). Centered as with a win/loss R, variants WF read 0.80/0.82 at G = 8 and 0.93/0.97 at G = 32, below the
+ridge alone (0.99/0.90), and every messy cell was lower or equal.
 What else was measured on the same groups (acc / AUC of the worst seed):
     - Passes as evidence (π_f, learned per function): without them (π_f = 1, the verdict before) variants WF
       graded G = 8 reads 0.75 / 0.78, variants SR graded 0.82, variants WF binary G = 32 0.90, helper WF
