@@ -1,9 +1,10 @@
 """bench/credit.py keeps running: a small run of one scenario with the partial-credit reward replays its
 trajectories twice (graded and fraction), checks one against the other, and prints its table; bad flags are
-one line."""
+one line; its `rates across groups` solver learns what it should, by hand."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -22,7 +23,7 @@ def test_a_small_fraction_run_prints_its_table():
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^(helper WF fra G=(?:8|32))\s+\d+%(.*)$", r.stdout, re.M)}
     assert set(rows) == {"helper WF fra G=8", "helper WF fra G=32"}, r.stdout
-    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=8"])) == 7  # six estimators and exact
+    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=8"])) == 8  # six, exact, across groups
     assert " bin " not in r.stdout and " gra " not in r.stdout   # only the reward asked for
     assert "goal (didpo ridge" in r.stdout
 
@@ -32,3 +33,20 @@ def test_bad_flags_are_one_line():
         r = _run(*args)
         lines = r.stderr.strip().splitlines()
         assert r.returncode != 0 and len(lines) == 1 and flag in lines[0], r.stderr
+
+
+def test_rates_across_groups_by_hand():
+    """Group 1: two of f's versions failed f's test, one passed; g's version was verified. The counts read the
+    verdict's own posterior: the pass is q = 1/2 / (1/2 + 1/2·3/8) = 8/11 (π ~ Beta(3, 3) after 2 failures has
+    mean 3/8). Group 2 is solved with what group 1 taught:
+    ρ̂_f = (1 + 8/11)/(2 + 3), π̂_f = (1 + 3/11)/(2 + 3/11 + 2), so a new pass of f reads ρ̂/(ρ̂ + (1 − ρ̂)·π̂)."""
+    spec = importlib.util.spec_from_file_location("bench_credit", ROOT / "bench" / "credit.py")
+    bench_credit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_credit)
+    solve = bench_credit.AcrossGroups()
+    f = lambda name: ("f", (name,))  # noqa: E731
+    q1 = solve([], {f("a"): 0.0, f("b"): 0.0, ("g", ("c",)): 1.0}, {f("d")})
+    assert abs(q1[f("d")] - 2 / 3) < 1e-9  # nothing learned yet: ρ = π = 1/2, so a pass reads 1/2 / (1/2 + 1/4)
+    rho, pi = (1 + 8 / 11) / 5, (1 + 3 / 11) / (4 + 3 / 11)
+    q2 = solve([], {}, {f("e")})
+    assert abs(q2[f("e")] - rho / (rho + (1 - rho) * pi)) < 1e-9
