@@ -382,13 +382,14 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
         pieces, verdicts, escape = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {})
         hi, lo = max(episode, default=0.0), min(episode, default=0.0)
+        win_loss = not any(0.0 < r.reward < 1.0 for r in group)  # the verdict read R; A^D's mean would repeat it
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
-            if pieces[i]:  # A^D centered inside each piece, then A^V of the piece's version on top
+            if pieces[i]:  # A^D centered inside each piece where R is win/loss, then A^V of the piece's version on top
                 av, own = credit_mod.project(tr, [(t, rs, verdicts[u] * hi + (1.0 - verdicts[u]) * lo - episode[i], n)
                                                   for n, (t, u, rs) in enumerate(pieces[i])])
                 sel = own >= 0
-                if not any(0.0 < r.reward < 1.0 for r in group):  # win/loss: the verdict read R; A^D's mean repeats it
+                if win_loss:
                     sums = np.bincount(own[sel], weights=diff[i][sel], minlength=len(pieces[i]))
                     diff[i][sel] -= (sums / np.maximum(np.bincount(own[sel], minlength=len(pieces[i])), 1))[own[sel]]
                 diff[i] += av
@@ -402,8 +403,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
     if stats is not None:
         stats.update(info)
-    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd,
-                  verdicts, escape, info)
+    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd, verdicts, escape, info)
 
 
 def _mask(loss_mask: list[int]) -> np.ndarray:
