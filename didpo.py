@@ -40,31 +40,29 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               those that passed. Glue (the "" version beside a def/class: imports, the entry call) in every
               final workspace of the group leaves every clause. Independent priors P(u correct) = 1/2; mean field,
               log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
-              A^V_{i,t,u} = q_u·max_j A^E_j + (1 − q_u)·min_j A^E_j − A^E_i: the episode advantage the version's
-              posterior predicts, relative to the trajectory's own (binary R: 0 for a winner's verified versions
-              and a loser's bug). A^D, centered over each piece's tokens, only redistributes credit inside it, except
-              where some 0 < R_i < 1 (partial credit): R's size, which only the ridge reads, then keeps A^D's mean.
+              A^V_{i,t,u} = s·(q_u − q̄) − A^E_i: the version's posterior against q̄, the mean q over the group's
+              pieces, in s, one unit of Y in A^E's units (1 under mean_norm; 0 where every Y_j is equal). A^D,
+              centered over each piece's tokens, only redistributes credit inside it, except where some
+              0 < R_i < 1 (partial credit): R's size, which only the ridge reads, then keeps A^D's mean.
               Why: most versions are written once in a group of 8 and form no anchor, and an anchor's value
               mixes in its writers' other pieces; the clauses exonerate a loser's correct version that a winner
               wrote too, or whose other versions are known bugs, and convict the one left to blame. π_f: a pass
               means more where f's bugs are seen to fail. Glue in every clause would be the one cause of every
-              loss and exonerate the bugs beside it (a function all got wrong is still blamed). Where no one
-              passed, max A^E is the best loser's (a win's gives untested junk half a win; bench/credit.py).
+              loss and exonerate the bugs beside it (a function all got wrong is still blamed). s, not max − min
+              A^E (a win's where 1 of 8 won, the public tests' where none did): token AUC +.02-.05 (bench/credit.py).
     Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
               m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
               0 wherever loss_mask is 0.
 
-Char ranges become token ranges through the sampled ids themselves: Turn.offsets holds each
-response token's exact char range (credit.token_offsets), and credit.project gives a token the
-A^D of the member whose ranges it intersects (best-ranked member first, one member per token).
+Char ranges become token ranges through Turn.offsets, each sampled token's exact char range (credit.token_offsets);
+credit.project gives a token the A^D of the member whose ranges it intersects (best-ranked first, one per token).
 
 gigpo: step groups = turns (i, t) that start from the identical workspace S_{i,t-1};
 A^S_{i,t} = G_{i,t} − mean over its step group (same norm); every token of the turn gets A^E + λ·A^S.
 grpo:  A^E only.
 
-Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors.
-`ridge` with the verdict is the default because it assigns credit best in bench/credit.py (whose
-docstring has the measured comparison): it ties `contrast` on clean groups and leads on messy ones.
+Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors. `ridge` with the
+verdict is the default: it assigns credit best in bench/credit.py (whose docstring has the measured comparison).
 
 policy_loss, per response token with ratio ρ = exp(logp − old_logp):
     ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
@@ -327,7 +325,7 @@ def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None =
 
 def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None) -> Credit:
     t0 = time.perf_counter()
-    episode = center(episode_returns(group, cfg), cfg.norm, cfg.eps)
+    episode = center(ys := episode_returns(group, cfg), cfg.norm, cfg.eps)
     returns = [step_returns(tr, cfg.gamma) for tr in group]
     diff = [np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group]      # [T] per trajectory
     owner = [np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group]   # [T] per trajectory
@@ -381,12 +379,13 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             held[a.id] = sorted(holders[a.id])
             dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
         pieces, verdicts, escape = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {})
-        hi, lo = max(episode, default=0.0), min(episode, default=0.0)
+        s = (max(episode) - min(episode)) / (max(ys) - min(ys)) if group and max(ys) > min(ys) else 0.0  # A^E per Y
+        qbar = float(np.mean([verdicts[u] for ps in pieces for _, u, _ in ps])) if any(pieces) else 0.0
         win_loss = not any(0.0 < r.reward < 1.0 for r in group)  # the verdict read R; A^D's mean would repeat it
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])
             if pieces[i]:  # A^D centered inside each piece where R is win/loss, then A^V of the piece's version on top
-                av, own = credit_mod.project(tr, [(t, rs, verdicts[u] * hi + (1.0 - verdicts[u]) * lo - episode[i], n)
+                av, own = credit_mod.project(tr, [(t, rs, s * (verdicts[u] - qbar) - episode[i], n)
                                                   for n, (t, u, rs) in enumerate(pieces[i])])
                 sel = own >= 0
                 if win_loss:

@@ -62,25 +62,25 @@ tokens are a function's body: its def line is the stub's in every trajectory, wr
 Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; drop = DAPO):
     column                drop  contrast   ridge -verdict  ridge (default)  exact verdict  oracle rates
     clean, all 8 cells  0-36%  >=0.99/0.99  >=0.99/0.95    1.00/1.00
-    variants WF bin G=8    43%  0.68/0.79  0.69/0.78      0.84/0.92        0.84/0.92      0.87/0.93
+    variants WF bin G=8    43%  0.68/0.79  0.69/0.78      0.84/0.92        0.83/0.92      0.87/0.93
     variants WF bin G=32    2%  0.83/0.86  0.80/0.84      0.91/0.96
-    variants WF gra G=8     0%  0.61/0.76  0.63/0.76      0.79/0.80        0.79/0.80      0.84/0.82
-    variants SR gra G=8     0%  0.68/0.76  0.70/0.74      0.87/0.87        0.86/0.88      0.88/0.89
-    skill WF gra G=8        0%  0.74/0.87  0.75/0.85      0.86/0.93        0.86/0.92
-    imbalanced SR bin G=8  39%  0.56/0.70  0.60/0.71      0.84/0.92        0.84/0.92      0.96/0.94
-    imbalanced SR gra G=8   7%  0.56/0.71  0.59/0.70      0.78/0.85        0.80/0.86      0.94/0.93
+    variants WF gra G=8     0%  0.61/0.76  0.63/0.76      0.79/0.85        0.79/0.85      0.84/0.88
+    variants SR gra G=8     0%  0.68/0.76  0.70/0.74      0.87/0.90        0.86/0.90      0.88/0.92
+    skill WF gra G=8        0%  0.74/0.87  0.75/0.85      0.86/0.94        0.86/0.94
+    imbalanced SR bin G=8  39%  0.56/0.70  0.60/0.71      0.84/0.92        0.84/0.92      0.96/0.96
+    imbalanced SR gra G=8   7%  0.56/0.71  0.59/0.70      0.78/0.87        0.80/0.88      0.94/0.94
     imbalanced SR gra G=32  0%  0.64/0.72  0.84/0.77      0.98/0.99
-    repair gra G=8          2%  0.62/0.69  0.69/0.68      0.87/0.89        0.87/0.89
-    rewrite bin G=8         9%  0.60/0.65  0.69/0.67      0.88/0.91        0.88/0.91
-    helper WF gra G=8       0%  0.74/0.81  0.77/0.80      0.91/0.92        0.90/0.92
+    repair gra G=8          2%  0.62/0.69  0.69/0.68      0.87/0.92        0.87/0.92
+    rewrite bin G=8         9%  0.60/0.65  0.69/0.67      0.88/0.94        0.89/0.94
+    helper WF gra G=8       0%  0.74/0.81  0.77/0.80      0.90/0.94        0.90/0.94
     stdio WF bin G=8       32%  0.71/0.83  0.74/0.81      0.82/0.92        0.80/0.91      0.81/0.91
     stdio WF bin G=32       0%  0.82/0.91  0.92/0.92      0.94/0.97
-    stdio WF gra G=8        1%  0.63/0.75  0.66/0.75      0.74/0.80        0.72/0.78      0.75/0.81
-    stdio WF gra G=32       0%  0.78/0.84  0.87/0.83      0.94/0.98
-(the full table, every estimator and column, is what the script prints). The verdict adds 0.08-0.27
-accuracy at G = 8 and 0.02-0.14 at G = 32 in every messy column, and lifts token AUC from 0.66-0.94
-to 0.80-1.00. The goal is NOT met in three cells: variants WF graded G = 8 (0.79 / AUC 0.80),
-imbalanced SR graded G = 8 (0.78) and stdio WF graded G = 8 (0.74 / 0.80). Where it falls short the
+    stdio WF gra G=8        1%  0.63/0.75  0.66/0.75      0.74/0.84        0.72/0.83      0.75/0.85
+    stdio WF gra G=32       0%  0.78/0.84  0.87/0.83      0.94/0.97
+(the full table, every estimator and column, is what the script prints). The verdict adds 0.08-0.24
+accuracy at G = 8 and 0.01-0.14 at G = 32 in every messy column, and lifts token AUC from 0.66-0.95
+to 0.84-0.99. The goal is NOT met in three cells: variants WF graded G = 8 (0.79), imbalanced SR
+graded G = 8 (0.78) and stdio WF graded G = 8 (0.74 / AUC 0.84). Where it falls short the
 evidence is thin: with 6 versions per function most are written once in a group of 8, 17 of the 27 bugs
 pass their public test, and graded groups with no passing trajectory (kept by DAPO, dropped in binary)
 verify no version at all.
@@ -91,28 +91,29 @@ the same groups (`--only stdio`, which draws other groups than the full table): 
 -> 0.75/0.87, G = 32 0.89/0.92 -> 0.90/0.94; graded G = 8 0.65/0.68 -> 0.71/0.74, G = 32 0.88 -> 0.93.
 The two draws of binary G = 8 read 0.75 and 0.82: at G = 8 a cell of 100 groups moves by that much.
 The oracle column says what each miss is made of.
-    stdio WF graded G = 8: even with the true rates the evidence gives 0.75 / 0.81, so no posterior of
+    stdio WF graded G = 8: even with the true rates the evidence gives 0.75 / 0.85, so no posterior of
         independent versions meets the goal there, whatever its priors (a failed program test is one clause
         over every function, the same as the loss).
-    variants WF graded G = 8: the true rates give 0.84 accuracy, so the accuracy gap is the rates; but AUC 0.82:
-        pooled over groups, the advantage's group-relative scale (q between the group's worst and best
-        episode) misorders a known-rate posterior too.
+    variants WF graded G = 8: the true rates give 0.84 accuracy, so the accuracy gap is the rates. (Its AUC
+        read 0.80, and 0.82 with the true rates, while A^V scaled q by the group's spread of A^E: below.)
     imbalanced SR graded G = 8: the true rates give 0.94; the gap is the rates, which a group with no winner
         cannot identify: it shows how often f's versions pass, s_f = ρ_f + (1 − ρ_f)·π_f, while P(a passing
         version is correct) = ρ_f / s_f needs ρ_f. A function that fails often is hard there (a pass is
         suspect) and has a sharp test in variants (a pass is good news).
 The intervals (seeds 0, 1): variants WF graded G = 8 0.79 [0.75, 0.82] and 0.79 [0.75, 0.82]; imbalanced SR
-graded G = 8 0.78 [0.74, 0.81] and 0.82 [0.79, 0.86]; stdio WF graded G = 8 0.74 [0.70, 0.77] and 0.76 [0.73, 0.79].
+graded G = 8 0.78 [0.74, 0.81] and 0.83 [0.79, 0.86]; stdio WF graded G = 8 0.74 [0.70, 0.77] and 0.76 [0.72, 0.79].
 The misses are not the sample's: with `--groups 200 --only <scenario>` (other draws again) variants WF
 graded G = 8 reads 0.78/0.81, imbalanced SR graded G = 8 0.80/0.84, and stdio WF 0.75/0.87 binary and
 0.70/0.74 graded at G = 8, graded G = 32 just under 0.90. A stdio program's failed public test is the
 same clause as its loss in one turn; only its pass is new evidence, so that column is the thinnest.
 With a partial-credit reward (`--rewards fraction`, R = share of hidden tests passed; seeds 0,1, the worst) the
-default misses two G = 8 cells: imbalanced SR 0.77/0.84 (oracle rates 0.94/0.93) and stdio WF 0.76/0.84 (oracle
-0.76/0.85); every other messy cell reads >= 0.83/0.88 at G = 8 and >= 0.95/0.99 at G = 32, clean 1.00/1.00. There
+default misses two G = 8 cells: imbalanced SR 0.76/0.85 (oracle rates 0.94/0.94) and stdio WF 0.76/0.85 (oracle
+0.76/0.87); every other messy cell reads >= 0.81/0.88 at G = 8 and >= 0.94/0.98 at G = 32, clean 1.00/1.00. There
 A^D keeps its mean over each piece (R tells the ridge how much of the suite a file passes; the verdict reads only
-win or loss). Centered as with a win/loss R, variants WF read 0.80/0.82 at G = 8 and 0.93/0.97 at G = 32, below the
-ridge alone (0.99/0.90), and every messy cell was lower or equal.
+win or loss). A^V's unit (s·(q − q̄), below) weighs the verdict more against that mean than the spread of A^E
+did: accuracy -0.01 to -0.02 in 7 of the 16 messy cells (variants WF G = 8 0.83 -> 0.81), AUC up to +0.01.
+Centered as with a win/loss R (before that unit), variants WF read 0.80/0.82 at G = 8 and 0.93/0.97 at G = 32,
+below the ridge alone (0.99/0.90), and every messy cell was lower or equal.
 What else was measured on the same groups (acc / AUC of the worst seed):
     - Passes as evidence (π_f, learned per function): without them (π_f = 1, the verdict before) variants WF
       graded G = 8 reads 0.75 / 0.78, variants SR graded 0.82, variants WF binary G = 32 0.90, helper WF
@@ -122,6 +123,16 @@ What else was measured on the same groups (acc / AUC of the worst seed):
       gives what the group cannot judge (q near 1/2) half a win in groups where everyone failed, and
       with it, bench/learn.py's seed-0 run left today's (bit for bit the same as without π) at step 15
       and ended at held-out pass@1 0.15 against 0.45 (one run each).
+    - A^V in the reward's unit, centered on the group: s·(q − q̄) (s = one unit of return in A^E's units,
+      q̄ the mean q over the group's pieces), the default since 2026-12-05, instead of q between the group's
+      worst and best A^E. That spread is a win's where one of 8 won and the public tests' where no one did,
+      so one posterior meant different credit from group to group. AUC of every graded G = 8 messy cell
+      +0.01 to +0.05 (variants WF 0.80 -> 0.85, stdio WF 0.80 -> 0.84, imbalanced 0.85 -> 0.87), of binary
+      skill, repair and rewrite G = 8 +0.02 to +0.03, the other cells within 0.01 (stdio graded G = 32 0.98
+      -> 0.97); accuracy within 0.01 everywhere (inside a trajectory both order the pieces by q; helper WF
+      graded G = 8 0.91 -> 0.90). Centered on q̄, what the group cannot judge sits near 0 where everyone failed,
+      the objection to a win's A^E above; bench/learn.py's seed-0 run: didpo +0.463 [0.187, 0.700], held-out
+      pass@1 0.35 (the run before it: +0.400 [0.138, 0.637], 0.45; 20 samples each, one run each).
     - The same evidence with each function's true rates as the prior (P(correct) 1/2 or 0.15/0.85, π_f the
       share of its bugs that pass): variants WF graded G = 8 reads 0.84, imbalanced SR graded 0.94. The gap
       is the rates, which 8 trajectories barely show, and the two columns pull a learned difficulty ρ_f
@@ -132,10 +143,10 @@ What else was measured on the same groups (acc / AUC of the worst seed):
       variants WF binary G = 32 0.87-0.88: no setting met both. An empirical-Bayes spread (ρ_f shrunk by
       the between-function variance) read the same. Not adopted.
 Rates across groups, the next idea after the oracle column (seeds 0,1, the worst; the default in brackets):
-imbalanced SR G = 8 binary 0.91/0.94 [0.84/0.92] and graded 0.89/0.90 [0.78/0.85], over the goal; variants
-within 0.01 of the default (WF graded 0.78/0.80 [0.79/0.80], not the oracle's 0.84); skill, repair, rewrite
-and helper equal or up to +0.02; stdio WF G = 8 down: binary 0.80/0.90 [0.82/0.92], graded 0.70/0.76
-[0.74/0.80]. Its counts read the verdict's own posteriors (prior 1/2): counting the learned ones instead fed
+imbalanced SR G = 8 binary 0.91/0.95 [0.84/0.92] and graded 0.89/0.94 [0.78/0.87], over the goal; variants
+within 0.01 of the default (WF graded 0.78/0.85 [0.79/0.85], not the oracle's 0.84); skill, repair, rewrite
+and helper equal or up to +0.02; stdio WF G = 8 down: binary 0.80/0.90 [0.82/0.92], graded 0.70/0.81
+[0.74/0.84]. Its counts read the verdict's own posteriors (prior 1/2): counting the learned ones instead fed
 on itself and dropped variants WF graded to 0.74. With `--only variants` (other draws; the default reads
 0.80 there), learning ρ_f alone (π_f per group, as today) read 0.71. Likely, not proven, for stdio: no test
 names its functions, so none of their bugs is ever convicted (F_f = 0) and π̂_f climbs toward 1, and passes

@@ -156,8 +156,9 @@ def test_didpo_ridge_by_hand(wf):
 def test_didpo_verdict_by_hand(wf):
     """The default: trajectory 0 passes, so f ok and g ok are correct (q = 1); trajectory 1's clause {f ok, g bad}
     then convicts g bad, trajectory 2's convicts f bad (q -> 0), and trajectory 3's loss is explained. A^V moves each
-    version to the A^E its verdict predicts: max A^E (.75) for a correct one, min (-.25) for a bug; the anchors
-    cover whole versions, so their A^D, centered inside each version, is 0."""
+    version to s·(q − q̄) = q − 1/2 (s = 1 under mean_norm, q̄ = 1/2 over the 8 pieces): .5 for a correct one, -.5 for
+    a bug, whichever trajectory wrote it; the anchors cover whole versions, so their A^D, centered inside each
+    version, is 0. The rest of each response keeps its A^E."""
     cr = didpo.compute_credit(wf, didpo.AdvConfig())
     _masked_zero(wf, cr.token_adv)
     q = {lines[1]: v for (f, lines), v in cr.verdicts.items()}
@@ -165,16 +166,20 @@ def test_didpo_verdict_by_hand(wf):
     for i, (f, g, ae) in enumerate([(F_OK, G_OK, .75), (F_OK, G_BAD, -.25), (F_BAD, G_OK, -.25), (F_BAD, G_BAD, -.25)]):
         tr, a = wf[i], cr.token_adv[i]
         rf, rg = region(tr.turns[0], f), region(tr.turns[0], g)
-        assert values(tr, a, 0, rf) == {0.75 if f == F_OK else -0.25}
-        assert values(tr, a, 0, rg) == {0.75 if g == G_OK else -0.25}
+        assert values(tr, a, 0, rf) == {0.5 if f == F_OK else -0.5}
+        assert values(tr, a, 0, rg) == {0.5 if g == G_OK else -0.5}
         assert outside(tr, a, 0, [rf, rg]) == {ae}
+    std = didpo.compute_credit(wf, didpo.AdvConfig(norm="mean_std_norm"))  # s: one unit of R is 1/std of A^E
+    unit = 1 / (math.sqrt(3 / 16) + 1e-6)
+    assert values(wf[1], std.token_adv[1], 0, region(wf[1].turns[0], F_OK)) == {round(0.5 * unit, 5)}
+    assert values(wf[1], std.token_adv[1], 0, region(wf[1].turns[0], G_BAD)) == {round(-0.5 * unit, 5)}
 
 
 def test_partial_credit_keeps_the_ridge_value_of_a_piece(tiny_tokenizer):
     """With R = share of hidden tests passed, R = (1, .5, .5, 0): the verdict reads only win or loss (the same
     verdicts as above), but R also says the half-right files are better than the all-wrong one, which the ridge
     reads. So A^D keeps its mean over each piece: y_c = (.5, 0, 0, -.5) gives u·y_c = v·y_c = .5 as in
-    test_didpo_ridge_by_hand, β = ±1/6 on top of A^V's max A^E (.5) or min A^E (-.5)."""
+    test_didpo_ridge_by_hand, β = ±1/6 on top of A^V's q − q̄ = ±.5 (s = 1, q̄ = 1/2)."""
     combos = [(F_OK, G_OK), (F_OK, G_BAD), (F_BAD, G_OK), (F_BAD, G_BAD)]
     group = [build(tiny_tokenizer, [whole(f, g)], [0.0], R) for (f, g), R in zip(combos, (1.0, 0.5, 0.5, 0.0))]
     cr = didpo.compute_credit(group, didpo.AdvConfig())
@@ -277,8 +282,11 @@ def test_reemitted_subdiff_earns_no_diff_credit(tiny_tokenizer):
     assert values(tr, a, 1, region(tr.turns[1], G_OK)) == {ae}          # the same g re-emitted in turn 2: none
     on = didpo.compute_credit(group, didpo.AdvConfig())                 # nor A^V: turn 2 wrote no line of g
     assert values(tr, on.token_adv[0], 1, region(tr.turns[1], G_OK)) == {ae}
-    # f bad, replaced in turn 2: no evidence on it (traj 2's loss is explained by g bad, convicted by traj 1): q = 1/2
-    mid = round((max(on.episode) + min(on.episode)) / 2, 5)
+    # f bad, replaced in turn 2: no evidence on it (traj 2's loss is explained by g bad, convicted by traj 1): q = 1/2,
+    # A^V = s·(1/2 − q̄), s = 1 (mean_norm), q̄ over the pieces the turns wrote
+    pieces, q = didpo.verdict(group)[:2]
+    assert (qf := q[("f", ("def f(a, b):", "s = a-b", "return s"))]) == pytest.approx(0.5)
+    mid = round(qf - sum(q[u] for ps in pieces for _, u, _ in ps) / sum(map(len, pieces)), 5)
     assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {mid}
     assert values(tr, a, 1, region(tr.turns[1], F_OK)) != {ae}          # the fix of f (made twice): credit
     fix = [x for x in cr.anchors if x.text == "s = a+b"]
@@ -460,10 +468,10 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     _masked_zero(group, cr.token_adv)
     # A^E = (.75, -.25, -.25, -.25). f ok2 is in no unexplained clause; its pass has odds 1/π̂_f, π̂_f =
     # (3 + 1 - q)/(6 + 1 - q + 2) (2 failed, 1 - q expected to have passed): q/(1 - q) = (9 - q)/(4 - q),
-    # 2q² - 14q + 9 = 0, q = (7 - √31)/2 -> q·.75 + (1 - q)·(-.25) = q - .25; g bad: q = 0 -> -.25
+    # 2q² - 14q + 9 = 0, q = (7 - √31)/2; g bad: q = 0. The 8 pieces: q̄ = (1 + 1 + q + 0 + 0 + 1 + 0 + 1)/8, s = 1
     q = (7 - 31 ** 0.5) / 2
-    assert values(group[1], cr.token_adv[1], 0, rf) == {round(q - 0.25, 5)}
-    assert values(group[1], cr.token_adv[1], 0, rg) == {-0.25}
+    assert values(group[1], cr.token_adv[1], 0, rf) == {round(q - (4 + q) / 8, 5)}
+    assert values(group[1], cr.token_adv[1], 0, rg) == {round(-(4 + q) / 8, 5)}
     off = didpo.compute_advantages(group, didpo.AdvConfig(verdict=False))
     assert values(group[1], off[1], 0, rf) == values(group[1], off[1], 0, rg)
     line = explain.verdict_line(cr.verdicts, cr.escape)
@@ -471,27 +479,28 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     assert line.endswith(f"π̂ (a bug of f passes f's public tests): f {(4 - q) / (9 - q):.2f}")
 
 
-def test_where_no_one_passed_the_best_loser_bounds_the_credit(tiny_tokenizer):
-    """A^V = q·max A^E + (1 − q)·min A^E − A^E also where no trajectory passed: a hidden test no one passes,
-    step rewards from the public tests' share (Φ_0 = 0), returns (1, .5, .5, .5), A^E (.375, -.125, ...).
-    Scaling q by a win's A^E there (1.375) would give any version the group cannot judge (q near 1/2) half
-    a win though every trajectory failed; no piece is credited above the best trajectory."""
+def test_where_no_one_passed_the_verdict_keeps_its_unit(tiny_tokenizer):
+    """A^V = s·(q − q̄) − A^E also where no trajectory passed: a hidden test no one passes, step rewards c times the
+    public tests' share (Φ_0 = 0), returns c·(1, .5, .5, .5). s is one unit of return in A^E's units, 1 under
+    mean_norm whatever the returns' spread, so each piece gets q − q̄ (q̄ over the 8 pieces) with c = 1 and c = 2
+    alike, while A^E doubles: a version's credit is its posterior in the reward's unit, not in the spread of
+    this group's returns (the public tests' here, a win's where one won)."""
     public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
     task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
                       hidden_tests=public + [tasks.Test("assert", "assert f(0, 0) == 1")])
     combos = [(F_OK, G_OK), (F_OK.replace("a+b", "b+a"), G_BAD), (F_BAD, G_OK), (F_BAD.replace("a-b", "a*b"), G_OK)]
-    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1, shaping_coef=1.0) for f, g in combos]
-    assert [tr.reward for tr in group] == [0.0] * 4 and [tr.turns[0].reward for tr in group] == [1.0, .5, .5, .5]
-    cr = didpo.compute_credit(group, didpo.AdvConfig())
-    assert cr.episode == pytest.approx([.375, -.125, -.125, -.125])
-    q = {u[1][1]: v for u, v in cr.verdicts.items()}
-    for i, (f, g) in enumerate(combos):
-        for code in (f, g):
-            key = code.splitlines()[1].strip()
-            want = round(q[key] * 0.375 + (1 - q[key]) * -0.125, 5)
-            assert values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code)) == {want}, (i, key)
-    assert q["s = a+b"] > 0.5 > q["y = x*4"] == 0.0  # passed its test vs failed it
-    assert max(float(a.max()) for a in cr.token_adv) <= 0.375 + 1e-6
+    for c in (1.0, 2.0):
+        group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1, shaping_coef=c) for f, g in combos]
+        assert [tr.reward for tr in group] == [0.0] * 4 and [tr.turns[0].reward for tr in group] == [c] + [c / 2] * 3
+        cr = didpo.compute_credit(group, didpo.AdvConfig())
+        assert cr.episode == pytest.approx([.375 * c, -.125 * c, -.125 * c, -.125 * c])
+        q = {u[1][1]: v for u, v in cr.verdicts.items()}
+        assert q["s = a+b"] > 0.5 > q["y = x*4"] == q["s = a-b"] == 0.0  # passed its test vs failed it
+        qbar = sum(q[code.splitlines()[1].strip()] for fg in combos for code in fg) / 8
+        for i, (f, g) in enumerate(combos):
+            for code in (f, g):
+                want = round(q[code.splitlines()[1].strip()] - qbar, 5)
+                assert values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code)) == {want}, (c, i, code)
 
 
 def test_glue_in_every_workspace_takes_no_blame(tiny_tokenizer):
