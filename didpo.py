@@ -40,16 +40,16 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               those that passed. Glue (the "" version beside a def/class: imports, the entry call) in every
               final workspace of the group leaves every clause. Independent priors P(u correct) = 1/2; mean field,
               log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
-              A^V_{i,t,u} = s·(q_u − q̄) − A^E_i: the version's posterior against q̄, the mean q over the group's
-              pieces, in s, one unit of Y in A^E's units (1 under mean_norm; 0 where every Y_j is equal). A^D,
-              centered over each piece's tokens, only redistributes credit inside it, except where some
-              0 < R_i < 1 (partial credit): R's size, which only the ridge reads, then keeps A^D's mean.
+              A^V_{i,t,u} = s·(q_u − q̄) − A^E_i: the version's posterior against q̄ = mean_j (the mean q of the
+              pieces j wrote, or R_j if none), in s = one unit of Y in A^E's units (1 under mean_norm; 0 where
+              every Y_j is equal). A^D, centered over each piece's tokens, only redistributes credit inside it,
+              except where some 0 < R_i < 1 (partial credit): R's size, read only by the ridge, keeps its mean.
               Why: most versions are written once in a group of 8 and form no anchor, and an anchor's value
               mixes in its writers' other pieces; the clauses exonerate a loser's correct version that a winner
               wrote too, or whose other versions are known bugs, and convict the one left to blame. π_f: a pass
               means more where f's bugs are seen to fail. Glue in every clause would be the one cause of every
-              loss and exonerate the bugs beside it (a function all got wrong is still blamed). s, not max − min
-              A^E (a win's where 1 of 8 won, the public tests' where none did): token AUC +.02-.05 (bench/credit.py).
+              loss and exonerate the bugs beside it (a function all got wrong is still blamed). s, not the spread
+              of A^E: AUC +.01-.05 (bench/credit.py). q̄ by trajectory: equal R, equal credit where q agrees with R.
     Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
               m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
               0 wherever loss_mask is 0.
@@ -380,7 +380,8 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
         pieces, verdicts, escape = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {})
         s = (max(episode) - min(episode)) / (max(ys) - min(ys)) if group and max(ys) > min(ys) else 0.0  # A^E per Y
-        qbar = float(np.mean([verdicts[u] for ps in pieces for _, u, _ in ps])) if any(pieces) else 0.0
+        qbar = math.fsum(np.mean([verdicts[u] for _, u, _ in ps]) if ps else min(tr.reward, 1.0)
+                         for ps, tr in zip(pieces, group)) / max(len(group), 1)  # mean over trajectories
         win_loss = not any(0.0 < r.reward < 1.0 for r in group)  # the verdict read R; A^D's mean would repeat it
         for i, tr in enumerate(group):
             diff[i], owner[i] = credit_mod.project(tr, regions[i])

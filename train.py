@@ -643,8 +643,7 @@ def train(cfg: Config) -> Path:
         m.update(step=step + 1, reward=tot_r / max(n, 1), pass_rate=n_pass / max(n, 1), groups_kept=n_groups,
                  response_len=n_tok / max(n, 1), turns=n_turns / max(n, 1), gen_batches=gen_batches,
                  anchors=stats.get("anchors", 0.0), **{didpo.COVERAGE: stats.get(didpo.COVERAGE, 0.0)},
-                 hack_rate=n_hack / max(n_pass, 1),
-                 **{f"didpo_{k}": v for k, v in stats.items()})
+                 hack_rate=n_hack / max(n_pass, 1), **{f"didpo_{k}": v for k, v in stats.items()})
         if rank == 0 and cfg.save_groups:
             (run / "groups").mkdir(exist_ok=True)
             with open(run / "groups" / f"step_{step + 1}.jsonl", "w") as f:

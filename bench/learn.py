@@ -60,8 +60,9 @@ from GRPO: every paired interval holds 0. In this tier each task is one function
 verdict has nothing to tell apart and DiDPO is GRPO plus A^D's redistribution inside anchored lines.
 The last 10 steps sit near the tier's ceiling (one training task of seed 0 is never solved: its steps
 read 0 in every run), so the windows compare how far each got, not how fast.
-These runs predate A^V's unit (s·(q − q̄), 2026-12-05, bench/credit.py). With it, seed 0 (`--algos didpo`, one run):
-didpo +0.463 [0.187, 0.700], held-out pass@1 0.35 (20 samples), 13.8 s/step; the json keeps the run before it.
+These runs predate A^V's unit (s·(q − q̄), 2026-12-05, bench/credit.py). With it (`--algos didpo`, one run each):
+seed 0 +0.350 [0.000, 0.650], pass@1 0.40, 14.2 s/step; seed 1 +0.437 [0.150, 0.688], pass@1 0.50, 15.2 s/step.
+The json files keep the runs before it.
 """
 
 from __future__ import annotations

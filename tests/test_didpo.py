@@ -156,9 +156,9 @@ def test_didpo_ridge_by_hand(wf):
 def test_didpo_verdict_by_hand(wf):
     """The default: trajectory 0 passes, so f ok and g ok are correct (q = 1); trajectory 1's clause {f ok, g bad}
     then convicts g bad, trajectory 2's convicts f bad (q -> 0), and trajectory 3's loss is explained. A^V moves each
-    version to s·(q − q̄) = q − 1/2 (s = 1 under mean_norm, q̄ = 1/2 over the 8 pieces): .5 for a correct one, -.5 for
-    a bug, whichever trajectory wrote it; the anchors cover whole versions, so their A^D, centered inside each
-    version, is 0. The rest of each response keeps its A^E."""
+    version to s·(q − q̄) = q − 1/2 (s = 1 under mean_norm; q̄ = 1/2, the trajectories' mean q averaged): .5 for a
+    correct one, -.5 for a bug, whichever trajectory wrote it; the anchors cover whole versions, so their A^D,
+    centered inside each version, is 0. The rest of each response keeps its A^E."""
     cr = didpo.compute_credit(wf, didpo.AdvConfig())
     _masked_zero(wf, cr.token_adv)
     q = {lines[1]: v for (f, lines), v in cr.verdicts.items()}
@@ -173,6 +173,21 @@ def test_didpo_verdict_by_hand(wf):
     unit = 1 / (math.sqrt(3 / 16) + 1e-6)
     assert values(wf[1], std.token_adv[1], 0, region(wf[1].turns[0], F_OK)) == {round(0.5 * unit, 5)}
     assert values(wf[1], std.token_adv[1], 0, region(wf[1].turns[0], G_BAD)) == {round(-0.5 * unit, 5)}
+
+
+def test_equal_outcomes_keep_equal_credit_where_the_verdict_agrees(tiny_tokenizer):
+    """One function, R = (1, 0, 0, 0): the winner's f is verified, each loser's f is its workspace's only version
+    (convicted), and the last loser wrote no code. q̄ counts each trajectory once, at its R where it wrote nothing:
+    (1 + 0 + 0 + 0)/4, so every piece gets its trajectory's A^E (.75, -.25): the verdict moves credit only where it
+    disagrees with R, and a wrong f costs no more than writing nothing. (Over pieces, q̄ = 1/3: .67 and -.33.)"""
+    stub = {"solution.py": "def f(a, b):\n    pass\n"}
+    code = [f"Here.\n```python\n{F_OK}```\n", f"Here.\n```python\n{F_BAD}```\n",
+            f"Here.\n```python\n{F_BAD.replace('a-b', 'a*b')}```\n", "I do not know how to do this."]
+    group = [build(tiny_tokenizer, [c], [0.0], R, files=stub) for c, R in zip(code, (1.0, 0.0, 0.0, 0.0))]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    assert cr.episode == pytest.approx([.75, -.25, -.25, -.25])
+    for tr, a, ae in zip(group, cr.token_adv, cr.episode):
+        assert {round(float(x), 5) for x, m in zip(a, tr.loss_mask) if m} == {round(ae, 5)}
 
 
 def test_partial_credit_keeps_the_ridge_value_of_a_piece(tiny_tokenizer):
@@ -283,10 +298,10 @@ def test_reemitted_subdiff_earns_no_diff_credit(tiny_tokenizer):
     on = didpo.compute_credit(group, didpo.AdvConfig())                 # nor A^V: turn 2 wrote no line of g
     assert values(tr, on.token_adv[0], 1, region(tr.turns[1], G_OK)) == {ae}
     # f bad, replaced in turn 2: no evidence on it (traj 2's loss is explained by g bad, convicted by traj 1): q = 1/2,
-    # A^V = s·(1/2 − q̄), s = 1 (mean_norm), q̄ over the pieces the turns wrote
+    # A^V = s·(1/2 − q̄), s = 1 (mean_norm), q̄ = the mean over trajectories of the mean q of the pieces each wrote
     pieces, q = didpo.verdict(group)[:2]
     assert (qf := q[("f", ("def f(a, b):", "s = a-b", "return s"))]) == pytest.approx(0.5)
-    mid = round(qf - sum(q[u] for ps in pieces for _, u, _ in ps) / sum(map(len, pieces)), 5)
+    mid = round(qf - sum(sum(q[u] for _, u, _ in ps) / len(ps) for ps in pieces) / len(pieces), 5)
     assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {mid}
     assert values(tr, a, 1, region(tr.turns[1], F_OK)) != {ae}          # the fix of f (made twice): credit
     fix = [x for x in cr.anchors if x.text == "s = a+b"]
@@ -468,7 +483,7 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     _masked_zero(group, cr.token_adv)
     # A^E = (.75, -.25, -.25, -.25). f ok2 is in no unexplained clause; its pass has odds 1/π̂_f, π̂_f =
     # (3 + 1 - q)/(6 + 1 - q + 2) (2 failed, 1 - q expected to have passed): q/(1 - q) = (9 - q)/(4 - q),
-    # 2q² - 14q + 9 = 0, q = (7 - √31)/2; g bad: q = 0. The 8 pieces: q̄ = (1 + 1 + q + 0 + 0 + 1 + 0 + 1)/8, s = 1
+    # 2q² - 14q + 9 = 0, q = (7 - √31)/2; g bad: q = 0. q̄ = mean of (1, q/2, 1/2, 1/2) = (4 + q)/8, s = 1
     q = (7 - 31 ** 0.5) / 2
     assert values(group[1], cr.token_adv[1], 0, rf) == {round(q - (4 + q) / 8, 5)}
     assert values(group[1], cr.token_adv[1], 0, rg) == {round(-(4 + q) / 8, 5)}
@@ -482,9 +497,9 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
 def test_where_no_one_passed_the_verdict_keeps_its_unit(tiny_tokenizer):
     """A^V = s·(q − q̄) − A^E also where no trajectory passed: a hidden test no one passes, step rewards c times the
     public tests' share (Φ_0 = 0), returns c·(1, .5, .5, .5). s is one unit of return in A^E's units, 1 under
-    mean_norm whatever the returns' spread, so each piece gets q − q̄ (q̄ over the 8 pieces) with c = 1 and c = 2
-    alike, while A^E doubles: a version's credit is its posterior in the reward's unit, not in the spread of
-    this group's returns (the public tests' here, a win's where one won)."""
+    mean_norm whatever the returns' spread, so each piece gets q − q̄ (q̄: the trajectories' mean q, averaged) with
+    c = 1 and c = 2 alike, while A^E doubles: a version's credit is its posterior in the reward's unit, not in the
+    spread of this group's returns (the public tests' here, a win's where one won)."""
     public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
     task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
                       hidden_tests=public + [tasks.Test("assert", "assert f(0, 0) == 1")])

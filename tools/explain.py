@@ -68,7 +68,7 @@ def verdict_line(verdicts: dict, escape: dict | None = None) -> str:
         terms.append(f"{f or '(top level)'} v{seen[f]} {q:.2f}")
     rates = ", ".join(f"{f or '(top level)'} {p:.2f}" for f, p in sorted((escape or {}).items()))
     return ("A^V (P(correct) of each function version, from the rewards and public tests; s·(q − q̄) − A^E on "
-            "the lines a turn wrote in it, q̄ the group's mean q): " + ", ".join(terms)
+            "the lines a turn wrote in it, q̄ the mean of each trajectory's mean q): " + ", ".join(terms)
             + (f"; π̂ (a bug of f passes f's public tests): {rates}" if rates else ""))
 
 
