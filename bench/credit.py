@@ -123,20 +123,20 @@ What else was measured on the same groups (acc / AUC of the worst seed):
       gives what the group cannot judge (q near 1/2) half a win in groups where everyone failed, and
       with it, bench/learn.py's seed-0 run left today's (bit for bit the same as without π) at step 15
       and ended at held-out pass@1 0.15 against 0.45 (one run each).
-    - A^V in the reward's unit, centered on the group: s·(q − q̄) (s = one unit of return in A^E's units,
-      q̄ the mean over trajectories of the mean q of the pieces each wrote, or its R where it wrote none:
-      where q agrees with R, a loser's bug gets the loser's A^E, as a loser with no code does; over pieces
-      instead, the table is the same to the digit), the default since 2026-12-05, instead of q between the group's
-      worst and best A^E. That spread is a win's where one of 8 won and the public tests' where no one did,
-      so one posterior meant different credit from group to group. AUC of every graded G = 8 messy cell
-      +0.01 to +0.05 (variants WF 0.80 -> 0.85, stdio WF 0.80 -> 0.84, imbalanced 0.85 -> 0.87), of binary
-      skill, repair and rewrite G = 8 +0.02 to +0.03, the other cells within 0.01 (stdio graded G = 32 0.98
-      -> 0.97); accuracy within 0.01 everywhere (inside a trajectory both order the pieces by q; helper WF
-      graded G = 8 0.91 -> 0.90). Centered on q̄, what the group cannot judge sits near 0 where everyone failed,
-      the objection to a win's A^E above. bench/learn.py, one didpo run per seed, last-10 mean reward and
-      held-out pass@1 (20 samples), the runs before it in brackets: seed 0 0.79, 0.40 [0.79, 0.45]; seed 1
-      0.82, 0.50 [0.86, 0.65]. With q̄ over pieces, seed 1 read 0.55, 0.50: a loser's bug cost more there
-      than a loser's silence (seed 0 0.88, 0.35). Within the runs' noise, but pass@1 is lower in every one.
+    - A^V in the reward's unit, centered on the group: s·(q − q̄) (s = one unit of return in A^E's units, q̄ the
+      mean over trajectories of the mean q of the pieces each wrote, or its R where it wrote none: where q agrees
+      with R, a loser's bug gets the loser's A^E, as a loser with no code does; over pieces instead, the default's
+      column is the same to the digit), the default since 2026-12-05, instead of q between the group's worst and
+      best A^E. That spread is a win's where one of 8 won and the public tests' where no one did, so one posterior
+      meant different credit from group to group. AUC of every graded G = 8 messy cell +0.01 to +0.05 (variants WF
+      0.80 -> 0.85, stdio WF 0.80 -> 0.84, imbalanced 0.85 -> 0.87), of binary skill, repair and rewrite G = 8
+      +0.02 to +0.03, the other cells within 0.01 (stdio graded G = 32 0.98 -> 0.97); accuracy within 0.01
+      everywhere (inside a trajectory both order the pieces by q; helper WF graded G = 8 0.91 -> 0.90). Centered on
+      q̄, what the group cannot judge sits near 0 where everyone failed, the objection to a win's A^E above.
+      bench/learn.py, one didpo run per seed, last-10 mean reward and held-out pass@1 (20 samples), the runs before
+      it in brackets: seed 0 0.79, 0.40 [0.79, 0.45]; seed 1 0.82, 0.50 [0.86, 0.65]. With q̄ over pieces, seed 1
+      read 0.55, 0.50: a loser's bug cost more there than a loser's silence (seed 0 0.88, 0.35). Within the runs'
+      noise, but pass@1 is lower in every one.
     - The same evidence with each function's true rates as the prior (P(correct) 1/2 or 0.15/0.85, π_f the
       share of its bugs that pass): variants WF graded G = 8 reads 0.84, imbalanced SR graded 0.94. The gap
       is the rates, which 8 trajectories barely show, and the two columns pull a learned difficulty ρ_f
