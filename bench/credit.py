@@ -111,7 +111,7 @@ default misses two G = 8 cells: imbalanced SR 0.76/0.85 (oracle rates 0.94/0.94)
 0.76/0.87); every other messy cell reads >= 0.81/0.88 at G = 8 and >= 0.94/0.98 at G = 32, clean 1.00/1.00. There
 A^D keeps its mean over each piece (R tells the ridge how much of the suite a file passes; the verdict reads only
 win or loss). A^V's unit (s·(q − q̄), below) weighs the verdict more against that mean than the spread of A^E
-did: accuracy -0.01 to -0.02 in 7 of the 16 messy cells (variants WF G = 8 0.83 -> 0.81), AUC up to +0.01.
+did: accuracy -0.01 to -0.02 in 6 of the 16 messy cells (variants WF G = 8 0.83 -> 0.81), AUC within 0.01.
 Centered as with a win/loss R (before that unit), variants WF read 0.80/0.82 at G = 8 and 0.93/0.97 at G = 32,
 below the ridge alone (0.99/0.90), and every messy cell was lower or equal.
 What else was measured on the same groups (acc / AUC of the worst seed):
