@@ -134,9 +134,10 @@ What else was measured on the same groups (acc / AUC of the worst seed):
       everywhere (inside a trajectory both order the pieces by q; helper WF graded G = 8 0.91 -> 0.90). Centered on
       q̄, what the group cannot judge sits near 0 where everyone failed, the objection to a win's A^E above.
       bench/learn.py, one didpo run per seed, last-10 mean reward and held-out pass@1 (20 samples), the runs before
-      it in brackets: seed 0 0.79, 0.40 [0.79, 0.45]; seed 1 0.82, 0.50 [0.86, 0.65]. With q̄ over pieces, seed 1
-      read 0.55, 0.50: a loser's bug cost more there than a loser's silence (seed 0 0.88, 0.35). Within the runs'
-      noise, but pass@1 is lower in every one.
+      it in brackets: seed 0 0.79, 0.40 [0.79, 0.45]; seed 1 0.82, 0.50 [0.86, 0.65]; seed 2 0.69, 0.60 [0.64,
+      0.60]. With q̄ over pieces, seed 1 read 0.55, 0.50: a loser's bug cost more there than a loser's silence
+      (seed 0 0.88, 0.35). Within the runs' noise either way (pass@1 0.50 against 0.57 over the three seeds,
+      last-10 0.77 against 0.76).
     - The same evidence with each function's true rates as the prior (P(correct) 1/2 or 0.15/0.85, π_f the
       share of its bugs that pass): variants WF graded G = 8 reads 0.84, imbalanced SR graded 0.94. The gap
       is the rates, which 8 trajectories barely show, and the two columns pull a learned difficulty ρ_f

@@ -61,8 +61,8 @@ verdict has nothing to tell apart and DiDPO is GRPO plus A^D's redistribution in
 The last 10 steps sit near the tier's ceiling (one training task of seed 0 is never solved: its steps
 read 0 in every run), so the windows compare how far each got, not how fast.
 These runs predate A^V's unit (s·(q − q̄), 2026-12-05, bench/credit.py). With it (`--algos didpo`, one run each):
-seed 0 +0.350 [0.000, 0.650], pass@1 0.40, 14.2 s/step; seed 1 +0.437 [0.150, 0.688], pass@1 0.50, 15.2 s/step.
-The json files keep the runs before it.
+seed 0 +0.350 [0.000, 0.650], pass@1 0.40, 14.2 s/step; seed 1 +0.437 [0.150, 0.688], pass@1 0.50, 15.2 s/step;
+seed 2 +0.263 [-0.075, 0.562], pass@1 0.60, 11.1 s/step. The json files keep the runs before it.
 """
 
 from __future__ import annotations
