@@ -616,6 +616,7 @@ class AcrossGroups:
 
 
 EXACT, ORACLE, ACROSS = "exact verdict", "oracle rates", "rates across groups"
+SOLVED = [EXACT, ORACLE, ACROSS]  # the default with its posterior solved another way: G = 8 columns
 
 
 def measure_solved(groups, solve) -> tuple[float, float]:
@@ -817,14 +818,14 @@ def main() -> None:
 
     print("\nwithin-trajectory accuracy / token AUC, the worst over seeds " + str(seeds)
           + "  (WF = whole file in one turn, SR = one search/replace per function per turn)")
-    w = 2 + max(16, *map(len, names + [EXACT, ORACLE, ACROSS]))  # each column as wide as its estimator's name
-    print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>{w}s}" for n in names + [EXACT, ORACLE, ACROSS]))
+    w = 2 + max(16, *map(len, names + SOLVED))  # each column as wide as its estimator's name
+    print(f"{'column':26s}{'drop':>5s}" + "".join(f"{n:>{w}s}" for n in names + SOLVED))
     worst = {}
     for col, _ in columns:
         for rw in rewards:
             for G in (8, 32):
                 cells = []
-                for n in names + [EXACT, ORACLE, ACROSS]:
+                for n in names + SOLVED:
                     rs = results[(n, col, rw, G)] or [(math.nan, math.nan)]
                     worst[(n, col, rw, G)] = (min(a for a, _ in rs), min(u for _, u in rs))
                     a, u = worst[(n, col, rw, G)]
