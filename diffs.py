@@ -91,8 +91,7 @@ GS_FORMS = ("saturating", "log", "linear")
 
 
 def _lines(text: str, memo: dict | None) -> list[str]:
-    # S_t is the "after" of turn t and the "before" of turn t+1: split it once, and the line
-    # strings keep their cached hashes for the alignment.
+    # S_t is turn t's "after" and turn t+1's "before": split it once; the line strings keep cached hashes.
     if memo is None:
         return lines_of(text)
     out = memo.get(text)
@@ -334,8 +333,7 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
             if not adds:
                 continue
             kind = _kind(bool(dels), True)
-            # A statement boundary inside the run needs a later line that can start a statement
-            # (unindented code, or def / class / decorator in a class body); else skip the parse.
+            # A boundary in the run needs a later line that can start a statement (unindented; def/class/@ in a class).
             can_cut = any(_starts(new_lines[n]) for n in adds[1:])
             if can_cut and stmt is None:
                 if after not in stmts:

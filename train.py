@@ -37,10 +37,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# Exact resume needs run-to-run identical numerics. MKL picks its thread count from the machine's
-# load by default (MKL_DYNAMIC), and a different thread count rounds fp32 sums differently: measured,
-# a resumed run's step-1 metrics then differed in the 5th digit when another job loaded the CPU.
-# Set before torch loads MKL.
+# Exact resume needs run-to-run identical numerics. MKL picks its thread count from the machine's load by default
+# (MKL_DYNAMIC), and another thread count rounds fp32 sums differently: measured, a resumed run's step-1 metrics
+# then differed in the 5th digit when another job loaded the CPU. Set before torch loads MKL.
 os.environ.setdefault("MKL_DYNAMIC", "FALSE")
 
 import torch
@@ -349,8 +348,7 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
             enable()
         else:
             shell.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    # transformers only checkpoints layers in training mode. Dropout is 0 in Qwen2 / SmolLM2,
-    # so train() changes nothing else.
+    # transformers only checkpoints layers in training mode; dropout is 0 in Qwen2 / SmolLM2, so nothing else changes.
     shell.train(not frozen)
     shell.config.use_cache = False
     policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device), packs(cfg, device), shares(cfg, device))
@@ -433,8 +431,7 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
                           [float(cut[k + 1] - cut[k]) for k in range(n_mini)]], device=device)  # sequences
     dist.all_reduce(sizes)
     global_tokens, n_seqs = sizes.tolist()  # per mini-batch, whole world
-    # Ranks must run the same number of forward/backward passes (FSDP collectives): pad with
-    # empty micro-batches that contribute zero loss.
+    # Ranks must run as many forward/backward passes (FSDP collectives): pad with empty, zero-loss micro-batches.
     n_local = torch.tensor([len(mb) for mb in minis], device=device)
     dist.all_reduce(n_local, op=dist.ReduceOp.MAX)
     dummy = envlib.Trajectory(task_id="", token_ids=[0, 0], loss_mask=[0, 0])
@@ -480,10 +477,9 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
         # One engine per rank, each with its own seed: engines sharing a seed draw the same samples for
-        # unseeded requests, and rank task windows wrap around a small task file.
-        # On CPU, eager mode: torch.compile of the model takes minutes on a laptop's cores.
-        # Sleep level 2 discards the weights: sync_weights overwrites them every step anyway, and
-        # level 1 would copy them to pinned host memory and back each step.
+        # unseeded requests, and rank task windows wrap around a small task file. On CPU, eager mode:
+        # torch.compile of the model takes minutes on a laptop's cores. Sleep level 2 discards the weights
+        # (sync_weights overwrites them every step; level 1 would copy them to pinned host memory and back).
         return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(),
                                    gpu_memory_utilization=cfg.gpu_memory_utilization,
                                    max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
@@ -626,8 +622,7 @@ def train(cfg: Config) -> Path:
         times["advantage"] = time.time() - t
 
         t = time.time()
-        # Advantages are per task group, so trajectories may now move: every rank updates on an
-        # equal share of the batch's tokens, none idles and none waits on an uneven share.
+        # Advantages are per task group, so trajectories may move now: each rank updates on an equal share of tokens.
         m = learn(policy, opt, *spread(trajs, advs, rank, world), cfg, device, ref=ref)
         opt.zero_grad(set_to_none=True)  # gradients are not kept through checkpointing and the rollout
         times["update"] = time.time() - t
