@@ -27,19 +27,19 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               mean_std_norm divides by the std of the same returns (contrast, ridge: over the task group).
     A^V     verdict=True (default): credit of a function version by the posterior that it is correct.
               A version u = (f, the normalized lines of f) of a top-level def/class f ("" outside any) in
-              the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Evidence:
-              u fails f's public tests after the turn (Turn.public; f's tests: those whose code names f) ⇒ u is a
-              bug, or a clause {u, f's callees} where they fail their own tests too; no test names a function of
-              the workspace ⇒ they judge the program: a failure ⇒ a clause over its versions, a pass for each;
-              R_i ≥ 1 (every hidden test passes) ⇒ every version in i's final workspace is correct;
-              R_i < 1 ⇒ some version in i's final workspace is a bug (a clause; one with a known bug is
-              explained); u passes f's public tests ⇒ likelihood 1 if u is correct, π_f if it is a bug, where
-              π_f, how often f's bugs get past f's public tests, is learned from the group:
-              π_f ~ Beta(b, b) (b = ESCAPE = 3), its posterior mean π̂_f = (b + B_f)/(2b + B_f + F_f), F_f = f's
-              versions that failed their tests, B_f = Σ_{u of f that passed} (1 − q_u) the bugs expected among
-              those that passed. Glue (the "" version beside a def/class: imports, the entry call) in every
-              final workspace of the group leaves every clause. Independent priors P(u correct) = 1/2; mean field,
-              log q_u/(1 − q_u) = Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) − [u passed]·log π̂_f, iterated.
+              the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Each version is
+              correct (prior 1/2), an escaped bug ((1/2)·π_f) or a caught bug ((1/2)(1 − π_f)), π_f how often f's
+              bugs get past f's public tests. Evidence (Turn.public after each turn, R):
+              u fails f's public tests (those whose code names f) ⇒ u is caught, or a clause {u, f's callees}
+              where they fail their own tests too; u passes them ⇒ u is not caught; no test names a function of
+              the workspace ⇒ they judge the program: a pass for each version, a failure ⇒ a caught clause (one
+              of its versions is caught); R_i ≥ 1 ⇒ every version in i's final workspace is correct; R_i < 1 ⇒
+              a clause: one of them is a bug (explained if one is a known bug). Glue (the "" version beside a
+              def/class: imports, the entry call) in every final workspace of the group leaves every clause.
+              π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b) (b = ESCAPE = 3) with B_f, F_f the
+              escaped and caught bugs expected among f's versions with a public result. Mean field over the three
+              states, iterated: log P(correct) += Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w), and log P(correct
+              or escaped) += Σ_{caught c ∋ u} log(1 − Π_{w∈c, w≠u} (1 − k_w)); q_w = P(correct), k_w = P(caught).
               A^V_{i,t,u} = s·(q_u − q̄) − A^E_i: the version's posterior against q̄ = mean_j (the mean q of the
               pieces j wrote, or R_j if none), in s = one unit of Y in A^E's units (1 under mean_norm; 0 where
               every Y_j is equal). A^D, centered over each piece's tokens, only redistributes credit inside it,
@@ -244,9 +244,13 @@ PRIOR = 0.5   # P(a function version is correct) before any evidence
 ESCAPE = 3.0  # b of π_f ~ Beta(b, b), how often a bug of f passes f's public tests (module docstring)
 
 
+class Caught(frozenset):
+    """A clause whose evidence is a failed test: some version in it is a bug that the test catches."""
+
+
 def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple, float], dict[str, float]]:
     """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q, function -> π̂_f);
-    module docstring. solve(clauses, known, passed) -> q of the free versions: mean_field, or an exact solver."""
+    module docstring. solve(clauses, known, passed) -> (q of the free versions, π̂): mean_field, or another solver."""
     pieces: list[list] = [[] for _ in group]
     bugs, good, clauses, passed, finals = set(), set(), [], set(), []
     for i, tr in enumerate(group):
@@ -264,7 +268,7 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
                     else:
                         (passed if ok else bugs).add(version[f])
             if broke:  # some version of S_t is a bug (that one, if it is alone there)
-                (bugs.update if len(body) == 1 else clauses.append)(set(version.values()))
+                (bugs.update if len(body) == 1 else clauses.append)(Caught(version.values()))
             elif program:  # a pass for each version it wrote
                 passed.update(version[f] for f in wrote)
         if tr.turns:
@@ -274,40 +278,54 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     q = defaultdict(lambda: PRIOR, known)
     passed -= known.keys()
-    live = [c - shared for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]  # unexplained
-    q.update((solve or mean_field)(live, known, passed))
-    failed = Counter(u[0] for u, v in known.items() if v == 0.0)   # F_f, f's versions that failed their tests
-    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape_rates(q, passed, failed)
+    live = [type(c)(c - shared) for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]
+    free, escape = (solve or mean_field)(live, known, passed)  # live: the unexplained clauses
+    q.update(free)
+    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape
 
 
 def _version(body: dict[str, list[str]], f: str) -> tuple[str, tuple[str, ...]]:
     return f, tuple(x for x in map(diffs.normalize_line, body[f]) if x)  # (f, its normalized non-blank lines)
 
 
-def escape_rates(q: dict, passed: set, failed: Counter) -> dict[str, float]:
-    """π̂_f = (b + B_f)/(2b + B_f + F_f) of every function with a free version that passed (module docstring)."""
-    escaped = defaultdict(list)                 # B_f = fsum, exact in any order (set order varies by process)
-    for u in passed:
-        escaped[u[0]].append(1.0 - q[u])
-    return {f: (ESCAPE + math.fsum(b)) / (2 * ESCAPE + math.fsum(b) + failed[f]) for f, b in escaped.items()}
+def escape_rates(q: dict, caught: dict, tested: list, failed: Counter) -> dict[str, float]:
+    """π̂_f of every function with a tested free version (module docstring): B_f = Σ P(escaped) = Σ 1 − q_u − k_u
+    over them, F_f = Σ k_u = P(caught) over them plus f's versions that failed their tests (known bugs)."""
+    e, k = defaultdict(list), defaultdict(list, {f: [float(n)] for f, n in failed.items()})  # f -> B_f's, F_f's terms
+    for u in tested:  # fsum below: exact in any order
+        e[u[0]].append(max(1.0 - q[u] - caught.get(u, 0.0), 0.0))
+        k[u[0]].append(caught.get(u, 0.0))
+    return {f: (ESCAPE + math.fsum(b)) / (2 * ESCAPE + math.fsum(b) + math.fsum(k[f])) for f, b in e.items()}
 
 
-def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10) -> dict:
-    """q of each free version in an unexplained clause or in `passed`, by mean-field updates of its log-odds."""
+def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10) -> tuple[dict, dict]:
+    """(q of each free version in an unexplained clause or in `passed`, π̂_f) by mean-field updates over each
+    version's three states, correct, escaped bug, caught bug (module docstring; caught only where a caught clause
+    holds it and no pass rules it out)."""
     q = defaultdict(lambda: PRIOR, known)
-    of = defaultdict(list)                       # free version -> the clauses that hold it
-    for c in map(sorted, clauses):               # sorted: the updates' order (and so q) is the same in every process
-        for u in (w for w in c if w not in known):
-            of[u].append(c)
+    k: dict = {}                                 # P(caught) of each version that a caught clause holds, not passed
+    of = defaultdict(list)                       # free version -> (caught?, members) of the clauses that hold it
+    for c in clauses:
+        members = sorted(c)                      # sorted: the updates' order (and so q) is the same in every process
+        for u in (w for w in members if w not in known):
+            of[u].append((isinstance(c, Caught), members))
+            k.update({u: (1 - PRIOR) / 2} if isinstance(c, Caught) and u not in passed else {})  # the prior's
     of.update({u: of.get(u, []) for u in sorted(passed)})  # a pass is evidence outside every clause too
-    failed = Counter(u[0] for u, v in known.items() if v == 0.0)
+    tested, failed = sorted(passed | k.keys()), Counter(u[0] for u, v in known.items() if v == 0.0)
     for _ in range(iters):
-        log_pi = {f: math.log(p) for f, p in escape_rates(q, passed, failed).items()}
-        for u, cs in of.items():
-            lo = math.log(PRIOR / (1 - PRIOR)) + sum(math.log(max(1.0 - math.prod(q[w] for w in c if w != u), 1e-9))
-                                                     for c in cs) - (log_pi[u[0]] if u in passed else 0.0)
-            q[u] = 1.0 / (1.0 + math.exp(-min(max(lo, -30.0), 30.0)))
-    return {u: q[u] for u in of}
+        pi = escape_rates(q, k, tested, failed)
+        for u, cs in of.items():  # log P of its states: correct, escaped (a bug, if untested), caught
+            hit = sum(math.log(max(1.0 - math.prod(1.0 - k.get(w, 0.0) for w in c if w != u), 1e-9))
+                      for x, c in cs if x)
+            ls = [math.log(PRIOR) + hit + sum(math.log(max(1.0 - math.prod(q[w] for w in c if w != u), 1e-9))
+                                              for x, c in cs if not x),
+                  math.log((1 - PRIOR) * (pi[u[0]] if u in passed or u in k else 1.0)) + hit,
+                  math.log((1 - PRIOR) * (1 - pi[u[0]])) if u in k else -math.inf]
+            z = [math.exp(x - max(ls)) for x in ls]
+            q[u] = z[0] / sum(z)
+            if u in k:
+                k[u] = z[2] / sum(z)
+    return {u: q[u] for u in of}, escape_rates(q, k, tested, failed)
 
 
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:

@@ -566,6 +566,34 @@ def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
     assert [v for u, v in didpo.verdict([script] * 3)[1].items()] < [1e-6]
 
 
+def test_a_failed_program_test_convicts_what_was_not_seen_passing_it(tiny_tokenizer):
+    """A stdio program of a and b; its test names neither, so a failure says only that some version there is a bug
+    the test catches. Trajectory 1 (a1, b1) passes it and loses: both bugs escape it. Trajectory 2 (a1, b2) fails
+    it: a1 passed that same test, so b2 is the bug it caught (before, a failed program test was any bug: b2 kept
+    q = .38 and a1 shared the blame). Trajectory 1's loss is left to a1 and b1, and b's passes mean more, since one
+    of b's bugs was caught: π̂_a = (4 − q_a1)/(7 − q_a1), π̂_b = (4 − q_b1)/(8 − q_b1), odds(q_a1) = (1 − q_b1)/π̂_a,
+    odds(q_b1) = (1 − q_a1)/π̂_b."""
+    task = stdio_task("Read x and y; print a(x) = x + 1 and b(y) = 2y.", ("2 3\n", "3 6\n"), ("0 0\n", "1 0\n"))
+
+    def program(a, b):
+        return (f"Here.\n```python\nimport sys\n\ndef a(x):\n    return {a}\n\ndef b(y):\n    return {b}\n\n"
+                f"x, y = map(int, sys.stdin.readline().split())\nprint(a(x), b(y))\n```\nfinish\n")
+    a1, b1, b2 = "x + 1 if x else 9", "y * 2 if y else 5", "y + 2"
+    group = [rollout.replay(task, [program(a, b)], tiny_tokenizer, max_turns=1)
+             for a, b in [(a1, b1), (a1, b2), ("x + 1", "y * 2")]]
+    assert [tr.reward for tr in group] == [0.0, 0.0, 1.0]
+    assert [list(tr.turns[0].public.values()) for tr in group] == [[True], [False], [True]]
+    _, q, escape = didpo.verdict(group)
+    q = {u[1][-1].removeprefix("return "): v for u, v in q.items() if u[0]}
+    assert q[b2] < 1e-6 and q["x + 1"] == q["y * 2"] == 1.0
+    qa, qb = 0.5, 0.5
+    for _ in range(200):
+        qa = 1 / (1 + (4 - qa) / (7 - qa) / (1 - qb))
+        qb = 1 / (1 + (4 - qb) / (8 - qb) / (1 - qa))
+    assert (q[a1], q[b1]) == pytest.approx((qa, qb), abs=1e-4) and q[a1] < q[b1]
+    assert (escape["a"], escape["b"]) == pytest.approx(((4 - qa) / (7 - qa), (4 - qb) / (8 - qb)), abs=1e-4)
+
+
 def test_data_in_a_test_names_no_function(tiny_tokenizer):
     """A stdio test's stdin is data, not code: "count the words" does not name a function `count`. Read as a name,
     it made the program's failure count's own (count passes nothing, so fmt, the bug, got no evidence: q = 1/2).
@@ -614,7 +642,8 @@ def test_the_verdict_is_the_same_in_every_process():
     """mean_field updates versions one after another, so their order changes q beyond rounding: it must not
     follow set order, which Python's per-process string hash seed decides (two runs crediting one group differently)."""
     code = ("import didpo; cs = [{('f', (str(i),)), ('g', (str(i + 1),)), ('h', (str(i % 3),))} for i in range(12)]; "
-            "print(repr(sorted(didpo.mean_field(cs, {}).items())))")
+            "cs += [didpo.Caught(c) for c in cs[::3]]; "  # caught clauses: three states
+            "print(repr(sorted(didpo.mean_field(cs, {}, {('f', ('2',))})[0].items())))")
     root = Path(__file__).resolve().parents[1]
     outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
