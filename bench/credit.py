@@ -116,13 +116,14 @@ graded G = 8 reads 0.78/0.81, imbalanced SR graded G = 8 0.80/0.84, and stdio WF
 0.70/0.74 graded at G = 8, graded G = 32 just under 0.90 (stdio before its caught clauses). A stdio program's
 public test names no function, so that column is the thinnest.
 With a partial-credit reward (`--rewards fraction`, R = share of hidden tests passed; seeds 0,1, the worst) the
-default misses two G = 8 cells: imbalanced SR 0.76/0.85 (oracle rates 0.94/0.94) and stdio WF 0.76/0.85 (oracle
-0.76/0.87); every other messy cell reads >= 0.81/0.88 at G = 8 and >= 0.94/0.98 at G = 32, clean 1.00/1.00. There
-A^D keeps its mean over each piece (R tells the ridge how much of the suite a file passes; the verdict reads only
-win or loss). A^V's unit (s·(q − q̄), below) weighs the verdict more against that mean than the spread of A^E
-did: accuracy -0.01 to -0.02 in 6 of the 16 messy cells (variants WF G = 8 0.83 -> 0.81), AUC within 0.01.
-Centered as with a win/loss R (before that unit), variants WF read 0.80/0.82 at G = 8 and 0.93/0.97 at G = 32,
-below the ridge alone (0.99/0.90), and every messy cell was lower or equal.
+default misses two G = 8 cells: imbalanced SR 0.76/0.85 (oracle rates 0.94/0.94) and stdio WF 0.78/0.87 (oracle
+0.80/0.90; 0.76/0.85 and 0.76/0.87 before its caught clauses, and G = 32 0.97/0.99 -> 0.99/1.00); every other messy
+cell reads >= 0.81/0.88 at G = 8 and >= 0.94/0.98 at G = 32, clean 1.00/1.00. There A^D keeps its mean over each
+piece (R tells the ridge how much of the suite a file passes; the verdict reads only win or loss). A^V's unit
+(s·(q−q̄), below) weighs the verdict more against that mean than the spread of A^E did: accuracy -0.01 to -0.02 in 6
+of the 16 messy cells (variants WF G = 8 0.83 -> 0.81), AUC within 0.01. Centered as with a win/loss R (before that
+unit), variants WF read 0.80/0.82 at G = 8 and 0.93/0.97 at G = 32, below the ridge alone (0.99/0.90), and every
+messy cell was lower or equal.
 What else was measured on the same groups (acc / AUC of the worst seed):
     - Passes as evidence (π_f, learned per function): without them (π_f = 1, the verdict before) variants WF
       graded G = 8 reads 0.75 / 0.78, variants SR graded 0.82, variants WF binary G = 32 0.90, helper WF
