@@ -63,6 +63,11 @@ read 0 in every run), so the windows compare how far each got, not how fast.
 These runs predate A^V's unit (s·(q − q̄), 2026-12-05, bench/credit.py). With it (`--algos didpo`, one run each):
 seed 0 +0.350 [0.000, 0.650], pass@1 0.40, 14.2 s/step; seed 1 +0.437 [0.150, 0.688], pass@1 0.50, 15.2 s/step;
 seed 2 +0.263 [-0.075, 0.562], pass@1 0.60, 11.1 s/step. The json files keep the runs before it.
+With caught clauses (a failed program test, 2026-12-05), which change only the tier's one stdio task (sum_two,
+trained on by seeds 0 and 2): seed 0 +0.162 [-0.188, 0.475], last 10 0.60 (0.79 before), pass@1 0.40, 14.2 s/step,
+the same rewards as before through step 15; seed 2 +0.263 [-0.062, 0.550], last 10 0.69 (0.69), pass@1 0.65, 10.8
+s/step, the same through step 30. Seed 0's first sum_two group (step 10, no winner) moved one q by 0.01 and the
+advantage sums by 1-7%: a perturbation that small moves one run's last 10 by 0.2, so one run per form is noise.
 """
 
 from __future__ import annotations
