@@ -276,11 +276,10 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
             (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
     shared = {u for u in set.intersection(*finals) if not u[0]} if finals and min(map(len, finals)) > 1 else set()
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
-    q = defaultdict(lambda: PRIOR, known)
     passed -= known.keys()
     live = [type(c)(c - shared) for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]
     free, escape = (solve or mean_field)(live, known, passed)  # live: the unexplained clauses
-    q.update(free)
+    q = defaultdict(lambda: PRIOR, known | free)
     return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape
 
 
@@ -306,10 +305,11 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
     k: dict = {}                                 # P(caught) of each version that a caught clause holds, not passed
     of = defaultdict(list)                       # free version -> (caught?, members) of the clauses that hold it
     for c in clauses:
-        members = sorted(c)                      # sorted: the updates' order (and so q) is the same in every process
+        members, caught = sorted(c), isinstance(c, Caught)  # sorted: the updates' order (so q) is the same anywhere
         for u in (w for w in members if w not in known):
-            of[u].append((isinstance(c, Caught), members))
-            k.update({u: (1 - PRIOR) / 2} if isinstance(c, Caught) and u not in passed else {})  # the prior's
+            of[u].append((caught, members))
+            if caught and u not in passed:
+                k[u] = (1 - PRIOR) / 2           # the prior's P(caught)
     of.update({u: of.get(u, []) for u in sorted(passed)})  # a pass is evidence outside every clause too
     tested, failed = sorted(passed | k.keys()), Counter(u[0] for u, v in known.items() if v == 0.0)
     for _ in range(iters):

@@ -35,14 +35,19 @@ def test_bad_flags_are_one_line():
         assert r.returncode != 0 and len(lines) == 1 and flag in lines[0], r.stderr
 
 
+def _bench_credit():
+    spec = importlib.util.spec_from_file_location("bench_credit", ROOT / "bench" / "credit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_rates_across_groups_by_hand():
     """Group 1: two of f's versions failed f's test, one passed; g's version was verified. The counts read the
     verdict's own posterior: the pass is q = 1/2 / (1/2 + 1/2·3/8) = 8/11 (π ~ Beta(3, 3) after 2 failures has
     mean 3/8). Group 2 is solved with what group 1 taught:
     ρ̂_f = (1 + 8/11)/(2 + 3), π̂_f = (1 + 3/11)/(2 + 3/11 + 2), so a new pass of f reads ρ̂/(ρ̂ + (1 − ρ̂)·π̂)."""
-    spec = importlib.util.spec_from_file_location("bench_credit", ROOT / "bench" / "credit.py")
-    bench_credit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_credit)
+    bench_credit = _bench_credit()
     solve = bench_credit.AcrossGroups()
     f = lambda name: ("f", (name,))  # noqa: E731
     q1, _ = solve([], {f("a"): 0.0, f("b"): 0.0, ("g", ("c",)): 1.0}, {f("d")})
@@ -57,9 +62,7 @@ def test_the_solvers_read_a_caught_clause_by_hand():
     test is not it (b is the bug; a's pass, π_f ~ Beta(3, 3) integrated, gives odds 1/(1/2): q = 2/3). oracle: an
     assignment weighs P(the test catches one of its bugs) = 1 − Π π: (f ok, g bug) .25·(1 − .5), (f bug, g ok)
     .25·(1 − .25), both bugs .25·(1 − .25·.5); f's bugs are caught more often, so f takes more of the blame."""
-    spec = importlib.util.spec_from_file_location("bench_credit", ROOT / "bench" / "credit.py")
-    bench_credit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_credit)
+    bench_credit = _bench_credit()
     caught = bench_credit.didpo.Caught
     a, b = ("f", ("a",)), ("g", ("b",))
     q, _ = bench_credit.exact([caught({a, b})], {}, {a})
