@@ -23,7 +23,8 @@ def test_a_small_fraction_run_prints_its_table():
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^(helper WF fra G=(?:8|32))\s+\d+%(.*)$", r.stdout, re.M)}
     assert set(rows) == {"helper WF fra G=8", "helper WF fra G=32"}, r.stdout
-    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=8"])) == 8  # six, exact, across groups
+    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=8"])) == 9  # six, exact, across, true π
+    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=32"])) == 7  # six, true π
     assert " bin " not in r.stdout and " gra " not in r.stdout   # only the reward asked for
     assert "goal (didpo ridge" in r.stdout
 
@@ -55,6 +56,18 @@ def test_rates_across_groups_by_hand():
     rho, pi = (1 + 8 / 11) / 5, (1 + 3 / 11) / (4 + 3 / 11)
     q2, _ = solve([], {}, {f("e")})
     assert abs(q2[f("e")] - rho / (rho + (1 - rho) * pi)) < 1e-9
+
+
+def test_true_pi_reads_a_pass_by_hand():
+    """With f's true π_f = 1/4 a pass of f reads 1/2 / (1/2 + 1/2·1/4) = 4/5. Learned from this one pass,
+    π̂_f = (3 + 1 − q)/(6 + 1 − q) (Beta(3, 3) and the pass's own expected escape) with q = 1/(1 + π̂_f): the root
+    of 2q² − 12q + 7, q = (6 − √22)/2 ≈ 0.655; the learned rates are back in place after the solve."""
+    bench_credit = _bench_credit()
+    f = ("f", ("x",))
+    q, pi = bench_credit.true_pi({"f": 0.25})([], {}, {f})
+    assert abs(q[f] - 0.8) < 1e-9 and pi == {"f": 0.25}
+    learned, _ = bench_credit.didpo.mean_field([], {}, {f})
+    assert abs(learned[f] - (6 - 22 ** 0.5) / 2) < 1e-6
 
 
 def test_the_solvers_read_a_caught_clause_by_hand():
