@@ -127,6 +127,7 @@ prior's 1/2.
       - π_f alone learned across groups (B_f, F_f of each earlier group of the task, read from its own posterior
         with no memory, added to π's prior; ρ_f at 1/2; other draws, `--only`, both rewards): graded 0.80 -> 0.83 /
         0.77 -> 0.75 / 0.71 -> 0.77, binary G = 8 +0.01 to +0.05; the counts carry the group's ρ bias (above).
+        Kept for the last 9 groups of the cell only (about 3 per task): variants WF 0.83, stdio 0.76.
 The intervals (seeds 0, 1): variants WF graded G = 8 0.79 [0.75, 0.82] and 0.79 [0.75, 0.82]; imbalanced SR
 graded G = 8 0.78 [0.74, 0.81] and 0.83 [0.79, 0.86]; stdio WF graded G = 8 0.75 [0.71, 0.78] and 0.78 [0.75, 0.81].
 The misses are not the sample's: with `--groups 200 --only <scenario>` (other draws again) variants WF
