@@ -155,9 +155,7 @@ class Credit:
 
 def step_returns(traj: Trajectory, gamma: float) -> list[float]:
     """G_t = Σ_{k≥t} γ^{k-t} r_k with the final reward added to the last turn's r."""
-    r = [t.reward for t in traj.turns]
-    if r:
-        r[-1] += traj.reward
+    r = [t.reward + (traj.reward if k + 1 == len(traj.turns) else 0.0) for k, t in enumerate(traj.turns)]
     out, acc = [0.0] * len(r), 0.0
     for t in range(len(r) - 1, -1, -1):
         acc = r[t] + gamma * acc
@@ -278,7 +276,7 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     passed -= known.keys()
     live = [type(c)(c - shared) for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]
-    free, escape = (solve or mean_field)(live, known, passed)  # live: the unexplained clauses
+    free, escape = (solve or mean_field)(live, known, passed)[:2]  # live: the unexplained clauses
     q = defaultdict(lambda: PRIOR, known | free)
     return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape
 
@@ -297,10 +295,11 @@ def escape_rates(q: dict, caught: dict, tested: list, failed: Counter) -> dict[s
     return {f: (ESCAPE + math.fsum(b)) / (2 * ESCAPE + math.fsum(b) + math.fsum(k[f])) for f, b in e.items()}
 
 
-def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10) -> tuple[dict, dict]:
-    """(q of each free version in an unexplained clause or in `passed`, π̂_f) by mean-field updates over each
-    version's three states, correct, escaped bug, caught bug (module docstring; caught only where a caught clause
-    holds it and no pass rules it out)."""
+def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10,
+               rates: tuple[dict, dict] = ({}, {})) -> tuple[dict, dict, dict]:
+    """(q of each free version in an unexplained clause or in `passed`, π̂_f, P(caught) where a caught clause holds a
+    version no pass rules out) by mean-field updates over three states, correct, escaped bug, caught bug (module
+    docstring). rates = (ρ, π): each function's P(correct) and π_f in (0, 1), learned elsewhere, for 1/2 and π̂_f."""
     q = defaultdict(lambda: PRIOR, known)
     k: dict = {}                                 # P(caught) of each version that a caught clause holds, not passed
     of = defaultdict(list)                       # free version -> (caught?, members) of the clauses that hold it
@@ -313,19 +312,19 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
     of.update({u: of.get(u, []) for u in sorted(passed)})  # a pass is evidence outside every clause too
     tested, failed = sorted(passed | k.keys()), Counter(u[0] for u, v in known.items() if v == 0.0)
     for _ in range(iters):
-        pi = escape_rates(q, k, tested, failed)
+        pi = escape_rates(q, k, tested, failed) | rates[1]
         for u, cs in of.items():  # log P of its states: correct, escaped (a bug, if untested), caught
             hit = sum(math.log(max(1.0 - math.prod(1.0 - k.get(w, 0.0) for w in c if w != u), 1e-9))
                       for x, c in cs if x)
-            ls = [math.log(PRIOR) + hit + sum(math.log(max(1.0 - math.prod(q[w] for w in c if w != u), 1e-9))
-                                              for x, c in cs if not x),
-                  math.log((1 - PRIOR) * (pi[u[0]] if u in passed or u in k else 1.0)) + hit,
-                  math.log((1 - PRIOR) * (1 - pi[u[0]])) if u in k else -math.inf]
+            ls = [math.log(r := rates[0].get(u[0], PRIOR)) + hit + sum(math.log(max(1.0 - math.prod(
+                      q[w] for w in c if w != u), 1e-9)) for x, c in cs if not x),
+                  math.log((1 - r) * (pi[u[0]] if u in passed or u in k else 1.0)) + hit,
+                  math.log((1 - r) * (1 - pi[u[0]])) if u in k else -math.inf]
             z = [math.exp(x - max(ls)) for x in ls]
             q[u] = z[0] / sum(z)
             if u in k:
                 k[u] = z[2] / sum(z)
-    return {u: q[u] for u in of}, escape_rates(q, k, tested, failed)
+    return {u: q[u] for u in of}, escape_rates(q, k, tested, failed) | rates[1], k
 
 
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:

@@ -661,15 +661,7 @@ def true_pi(pi: dict[str, float]):
     place of π̂_f, learned from one group; the prior's P(correct) = 1/2 is kept. Not an estimator: it splits a cell's
     gap to `oracle rates` into what learning π_f costs and what the rates of correct versions (ρ_f) add."""
     pi = {f: min(max(p, 1e-9), 1 - 1e-9) for f, p in pi.items()}  # off 0 and 1: the mean field takes logs
-
-    def solve(clauses: list[set], known: dict, passed: set = frozenset()) -> tuple[dict, dict]:
-        learned = didpo.escape_rates
-        didpo.escape_rates = lambda q, caught, tested, failed: {u[0]: pi.get(u[0], 0.5) for u in tested}
-        try:
-            return MEAN_FIELD(clauses, known, passed)
-        finally:
-            didpo.escape_rates = learned
-    return solve
+    return lambda clauses, known, passed=frozenset(): MEAN_FIELD(clauses, known, passed, rates=({}, pi))[:2]
 
 
 EXACT, ORACLE, ACROSS, TRUE_PI = "exact verdict", "oracle rates", "rates across groups", "true π"

@@ -66,7 +66,7 @@ def test_true_pi_reads_a_pass_by_hand():
     f = ("f", ("x",))
     q, pi = bench_credit.true_pi({"f": 0.25})([], {}, {f})
     assert abs(q[f] - 0.8) < 1e-9 and pi == {"f": 0.25}
-    learned, _ = bench_credit.didpo.mean_field([], {}, {f})
+    learned, *_ = bench_credit.didpo.mean_field([], {}, {f})
     assert abs(learned[f] - (6 - 22 ** 0.5) / 2) < 1e-6
 
 

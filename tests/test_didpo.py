@@ -638,6 +638,19 @@ def test_passes_reads_the_tests_that_name_the_function():
     assert functions.passes(pub, "unnamed") is False  # no test names it: all tests are its tests
 
 
+def test_mean_field_takes_rates_learned_elsewhere():
+    """rates = (ρ, π) replace the prior's P(correct) = 1/2 and π̂_f: with ρ_f = 0.8, π_f = 1/2 a lone pass of f reads
+    0.8/(0.8 + 0.2·1/2) = 8/9 and π̂_f is the given 1/2; g, not given, keeps the prior and its own π̂: its lone pass
+    reads (6 − √22)/2 (bench/credit.py's test works it by hand). A caught clause {u of f, w of g} where g's bugs
+    always escape (π_g ≈ 1) is f's bug: u's P(caught) and its 1 − q go to 1."""
+    f, g = ("f", ("x",)), ("g", ("y",))
+    q, pi, caught = didpo.mean_field([], {}, {f, g}, rates=({"f": 0.8}, {"f": 0.5}))
+    assert abs(q[f] - 8 / 9) < 1e-9 and pi["f"] == 0.5 and caught == {}
+    assert abs(q[g] - (6 - 22 ** 0.5) / 2) < 1e-6
+    q, _, caught = didpo.mean_field([didpo.Caught({f, g})], {}, rates=({}, {"f": 0.5, "g": 1 - 1e-9}))
+    assert caught[f] > 0.99 and q[f] < 0.01 and caught[g] < 1e-6
+
+
 def test_the_verdict_is_the_same_in_every_process():
     """mean_field updates versions one after another, so their order changes q beyond rounding: it must not
     follow set order, which Python's per-process string hash seed decides (two runs crediting one group differently)."""
