@@ -24,7 +24,7 @@ def test_a_small_fraction_run_prints_its_table():
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^(helper WF fra G=(?:8|32))\s+\d+%(.*)$", r.stdout, re.M)}
     assert set(rows) == {"helper WF fra G=8", "helper WF fra G=32"}, r.stdout
     assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=8"])) == 9  # six, exact, across, true π
-    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=32"])) == 7  # six, true π
+    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=32"])) == 8  # six, across, true π
     assert " bin " not in r.stdout and " gra " not in r.stdout   # only the reward asked for
     assert "goal (didpo ridge" in r.stdout
 
@@ -44,18 +44,25 @@ def _bench_credit():
 
 
 def test_rates_across_groups_by_hand():
-    """Group 1: two of f's versions failed f's test, one passed; g's version was verified. The counts read the
-    verdict's own posterior: the pass is q = 1/2 / (1/2 + 1/2·3/8) = 8/11 (π ~ Beta(3, 3) after 2 failures has
-    mean 3/8). Group 2 is solved with what group 1 taught:
-    ρ̂_f = (1 + 8/11)/(2 + 3), π̂_f = (1 + 3/11)/(2 + 3/11 + 2), so a new pass of f reads ρ̂/(ρ̂ + (1 − ρ̂)·π̂)."""
+    """One EM round. Group 1: two of f's versions failed f's test, one (d) passed; g's version was verified. The
+    verdict's own mean field reads d as q₁ = 1/(1 + π̂), π̂ = (3 + 1 − q₁)/(6 + 1 − q₁ + 2): the root of
+    2q² − 14q + 9, q₁ = (7 − √31)/2. So ρ̂_f = (25 + q₁)/(50 + 3), π̂_f = (4 − q₁)/(9 − q₁), and d reads
+    ρ̂/(ρ̂ + (1 − ρ̂)·π̂). Group 2 (the same task: f and g), a lone pass e of f, which the verdict reads
+    q₂ = (6 − √22)/2 (test below): both groups together give ρ̂_f = (25 + q₁ + q₂)/(50 + 4),
+    π̂_f = (3 + 2 − q₁ − q₂)/(6 + 4 − q₁ − q₂). With no memory, group 2 alone: ρ̂_f = (25 + q₂)/(50 + 1),
+    π̂_f = (4 − q₂)/(7 − q₂)."""
     bench_credit = _bench_credit()
-    solve = bench_credit.AcrossGroups()
     f = lambda name: ("f", (name,))  # noqa: E731
-    q1, _ = solve([], {f("a"): 0.0, f("b"): 0.0, ("g", ("c",)): 1.0}, {f("d")})
-    assert abs(q1[f("d")] - 2 / 3) < 1e-9  # nothing learned yet: ρ = π = 1/2, so a pass reads 1/2 / (1/2 + 1/4)
-    rho, pi = (1 + 8 / 11) / 5, (1 + 3 / 11) / (4 + 3 / 11)
-    q2, _ = solve([], {}, {f("e")})
-    assert abs(q2[f("e")] - rho / (rho + (1 - rho) * pi)) < 1e-9
+    group1 = ([], {f("a"): 0.0, f("b"): 0.0, ("g", ("c",)): 1.0}, {f("d")})
+    q1, q2 = (7 - 31 ** 0.5) / 2, (6 - 22 ** 0.5) / 2
+    read = lambda rho, pi: rho / (rho + (1 - rho) * pi)  # noqa: E731
+    for memory, (rho, pi) in ((16, ((25 + q1 + q2) / 54, (5 - q1 - q2) / (10 - q1 - q2))),
+                              (0, ((25 + q2) / 51, (4 - q2) / (7 - q2)))):
+        solve = bench_credit.AcrossGroups(memory=memory, rounds=1)
+        got, pis = solve(*group1)
+        assert abs(got[f("d")] - read((25 + q1) / 53, (4 - q1) / (9 - q1))) < 1e-6
+        got, pis = solve([], {("g", ("c",)): 1.0}, {f("e")})
+        assert abs(got[f("e")] - read(rho, pi)) < 1e-6 and abs(pis["f"] - pi) < 1e-6
 
 
 def test_true_pi_reads_a_pass_by_hand():
