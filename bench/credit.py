@@ -670,7 +670,7 @@ class AcrossGroups:
     ρ̂_f = (a + Σ q)/(2a + n) and π̂_f = (b + B_f)/(2b + B_f + F_f); the first round reads the verdict's own
     posteriors (π̂_f from the group, P(correct) 1/2). This group is then solved by the same mean field with the final
     rates. ρ_f ~ Beta(a, a), a = 25: a function's rate of correct versions moves off 1/2 only where many groups say
-    so (a = 2 or 10: imbalanced SR up, variants and stdio down, bench/credit.py's docstring); π_f ~ Beta(3, 3), as
+    so (a = 2 or 10: imbalanced SR up, variants and stdio down; the module docstring); π_f ~ Beta(3, 3), as
     the verdict's own prior. A task is the set of functions its groups write."""
 
     def __init__(self, memory: int = 16, rounds: int = 5, a: float = 25.0):
