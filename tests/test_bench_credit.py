@@ -81,12 +81,15 @@ def test_the_solvers_read_a_caught_clause_by_hand():
     """A failed stdio test: some version there is a bug that the test catches. exact: a version seen passing that
     test is not it (b is the bug; a's pass, π_f ~ Beta(3, 3) integrated, gives odds 1/(1/2): q = 2/3). oracle: an
     assignment weighs P(the test catches one of its bugs) = 1 − Π π: (f ok, g bug) .25·(1 − .5), (f bug, g ok)
-    .25·(1 − .25), both bugs .25·(1 − .25·.5); f's bugs are caught more often, so f takes more of the blame."""
+    .25·(1 − .25), both bugs .25·(1 − .25·.5); f's bugs are caught more often, so f takes more of the blame.
+    A version of h that shares no clause with them is solved apart."""
     bench_credit = _bench_credit()
     caught = bench_credit.didpo.Caught
     a, b = ("f", ("a",)), ("g", ("b",))
     q, _ = bench_credit.exact([caught({a, b})], {}, {a})
     assert q[b] == 0.0 and abs(q[a] - 2 / 3) < 1e-9
-    q, _ = bench_credit.oracle({"f": (0.5, 0.25), "g": (0.5, 0.5)})([caught({a, b})], {}, set())
+    c = ("h", ("c",))  # in no clause with a or b: enumerated apart, a lone pass, 0.8/(0.8 + 0.2·1/2) = 8/9
+    q, _ = bench_credit.oracle({"f": (0.5, 0.25), "g": (0.5, 0.5), "h": (0.8, 0.5)})([caught({a, b})], {}, {c})
     w = {"f ok": .25 * .5, "g ok": .25 * .75, "none": .25 * (1 - .25 * .5)}
     assert abs(q[a] - w["f ok"] / sum(w.values())) < 1e-9 and abs(q[b] - w["g ok"] / sum(w.values())) < 1e-9
+    assert abs(q[c] - 8 / 9) < 1e-9
