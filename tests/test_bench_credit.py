@@ -68,7 +68,7 @@ def test_rates_across_groups_by_hand():
 def test_true_pi_reads_a_pass_by_hand():
     """With f's true π_f = 1/4 a pass of f reads 1/2 / (1/2 + 1/2·1/4) = 4/5. Learned from this one pass,
     π̂_f = (3 + 1 − q)/(6 + 1 − q) (Beta(3, 3) and the pass's own expected escape) with q = 1/(1 + π̂_f): the root
-    of 2q² − 12q + 7, q = (6 − √22)/2 ≈ 0.655; the learned rates are back in place after the solve."""
+    of 2q² − 12q + 7, q = (6 − √22)/2 ≈ 0.655: what the default's mean field, given no rates, reads."""
     bench_credit = _bench_credit()
     f = ("f", ("x",))
     q, pi = bench_credit.true_pi({"f": 0.25})([], {}, {f})
