@@ -60,9 +60,9 @@ from GRPO: every paired interval holds 0. In this tier each task is one function
 verdict has nothing to tell apart and DiDPO is GRPO plus A^D's redistribution inside anchored lines.
 The last 10 steps sit near the tier's ceiling (one training task of seed 0 is never solved: its steps
 read 0 in every run), so the windows compare how far each got, not how fast.
-These runs predate A^V's unit (s·(q − q̄), 2026-12-05, bench/credit.py). With it (`--algos didpo`, one run each):
-seed 0 +0.350 [0.000, 0.650], pass@1 0.40, 14.2 s/step; seed 1 +0.437 [0.150, 0.688], pass@1 0.50, 15.2 s/step;
-seed 2 +0.263 [-0.075, 0.562], pass@1 0.60, 11.1 s/step. The json files keep the runs before it.
+These runs predate A^V's unit (s·(q − q̄), 2026-12-05, bench/results/credit.md). With it (`--algos didpo`, one
+run each): seed 0 +0.350 [0.000, 0.650], pass@1 0.40, 14.2 s/step; seed 1 +0.437 [0.150, 0.688], pass@1 0.50,
+15.2 s/step; seed 2 +0.263 [-0.075, 0.562], pass@1 0.60, 11.1 s/step. The json files keep the runs before it.
 With caught clauses (a failed program test, 2026-12-05), which change only the tier's one stdio task (sum_two,
 trained on by seeds 0 and 2): seed 0 +0.162 [-0.188, 0.475], last 10 0.60 (0.79 before), pass@1 0.40, 14.2 s/step,
 the same rewards as before through step 15; seed 2 +0.263 [-0.062, 0.550], last 10 0.69 (0.69), pass@1 0.65, 10.8

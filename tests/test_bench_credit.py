@@ -19,12 +19,13 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_small_fraction_run_prints_its_table():
-    r = _run("--only", "helper", "--groups", "2", "--seeds", "0", "--pool", "32", "--rewards", "fraction")
+    r = _run("--only", "stdio", "--groups", "2", "--seeds", "0", "--pool", "32", "--rewards", "fraction")
     assert r.returncode == 0, r.stderr[-2000:]
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^(helper WF fra G=(?:8|32))\s+\d+%(.*)$", r.stdout, re.M)}
-    assert set(rows) == {"helper WF fra G=8", "helper WF fra G=32"}, r.stdout
-    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=8"])) == 9  # six, exact, across, true π
-    assert len(re.findall(r"\d\.\d\d/\d\.\d\d", rows["helper WF fra G=32"])) == 8  # six, across, true π
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^(stdio WF fra G=(?:8|32))\s+\d+%(.*)$", r.stdout, re.M)}
+    assert set(rows) == {"stdio WF fra G=8", "stdio WF fra G=32"}, r.stdout
+    cells = {g: len(re.findall(r"\d\.\d\d/\d\.\d\d", row)) for g, row in rows.items()}
+    assert cells == {"stdio WF fra G=8": 10, "stdio WF fra G=32": 9}, rows  # six estimators, (exact at G = 8,)
+    # the oracle at both sizes (a stdio group's versions have three states each), across, true π
     assert " bin " not in r.stdout and " gra " not in r.stdout   # only the reward asked for
     assert "goal (didpo ridge" in r.stdout
 
