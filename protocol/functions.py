@@ -3,9 +3,9 @@
     python -c "from protocol.functions import passes; print(passes({'assert f(1) == 2': False}, 'f'))"
 
 `written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
-the lines turn t wrote inside it (from Turn.origin) and its lines. `callees`: the other top-level
-functions a body names. `passes`: does a function pass the public tests whose code names it (all
-of them when none does)? Unknown (None) when a function it calls fails its own: the failure may be
+the lines turn t wrote inside it (from Turn.origin) and its lines, its decorators included (`statements`).
+`callees`: the other top-level functions a body names. `passes`: does a function pass the public tests whose
+code names it (all of them when none does)? Unknown (None) when a function it calls fails its own: the failure may be
 the callee's. A test's code is its text outside string literals; a stdio test has none (its stdin
 and expected output are data: a word there that a function is called names nothing).
 """
@@ -32,9 +32,7 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
     body: dict[str, list[str]] = defaultdict(list)
     for path, text in turn.files_after.items():
         lines = lines_of(text)
-        # an unindented code line opens the next top-level statement
-        starts = [k for k, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#")]
-        names = [(m.group(1) if (m := _NAME.match(lines[k])) else "") for k in starts]
+        starts, names = statements(text)
         for k, (a, name) in enumerate(zip([0] + starts, [""] + names)):
             if part := lines[a : starts[k] if k < len(starts) else len(lines)]:
                 body[name] += part
@@ -42,6 +40,21 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
             if r is not None:
                 out[([""] + names)[bisect.bisect_right(starts, k)]].append(r)
     return out, body
+
+
+def statements(text: str) -> tuple[list[int], list[str]]:
+    """(the first line of each top-level statement of a file, its def/class name or ""): an unindented code line
+    opens one, and a decorator opens the def or class it decorates. By lines, not `ast` (a parse per workspace
+    would double the verdict's time): an unindented line inside a multi-line string opens one too."""
+    lines = lines_of(text)
+    starts = [k for k, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#")]
+    starts = [k for j, k in enumerate(starts) if not (j and lines[starts[j - 1]].startswith("@"))]
+    names = []
+    for k in starts:
+        while lines[k][:1] in ("@", "", " ", "\t", "#") and k + 1 < len(lines):  # a decorator: the def below it
+            k += 1
+        names.append(m.group(1) if (m := _NAME.match(lines[k])) else "")
+    return starts, names
 
 
 def callees(body: dict[str, list[str]], name: str) -> set[str]:

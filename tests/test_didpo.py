@@ -638,6 +638,22 @@ def test_passes_reads_the_tests_that_name_the_function():
     assert functions.passes(pub, "unnamed") is False  # no test names it: all tests are its tests
 
 
+def test_a_function_holds_its_decorators():
+    """A decorator opens the def it decorates. As glue, @cache on one trajectory's fib and not on another's would
+    make them one version of fib (one of them may time out) and two versions of the glue, each a suspect."""
+    src = ("from functools import cache\n\n@cache\n@other(1)\ndef fib(n):\n    return n\n\n"
+           "@dataclass\nclass A:\n    x: int\n")
+    turn = env.Turn(response="", files_after={"solution.py": src},
+                    origin={"solution.py": [(k, k + 1) for k in range(10)]})
+    wrote, body = functions.written_functions(turn)
+    assert body == {"": ["from functools import cache", ""], "A": ["@dataclass", "class A:", "    x: int"],
+                    "fib": ["@cache", "@other(1)", "def fib(n):", "    return n", ""]}
+    assert wrote == {"": [(0, 1), (1, 2)], "fib": [(k, k + 1) for k in range(2, 7)], "A": [(7, 8), (8, 9), (9, 10)]}
+    plain = env.Turn(response="", files_after={"solution.py": src.replace("@cache\n", "")})
+    assert didpo._version(functions.written_functions(plain)[1], "fib") != didpo._version(body, "fib")
+    assert didpo._version(functions.written_functions(plain)[1], "") == didpo._version(body, "")
+
+
 def test_mean_field_takes_rates_learned_elsewhere():
     """rates = (ρ, π) replace the prior's P(correct) = 1/2 and π̂_f: with ρ_f = 0.8, π_f = 1/2 a lone pass of f reads
     0.8/(0.8 + 0.2·1/2) = 8/9 and π̂_f is the given 1/2; g, not given, keeps the prior and its own π̂: its lone pass
