@@ -4,10 +4,10 @@
 
 `written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
 the lines turn t wrote inside it (from Turn.origin) and its lines, its decorators included (`statements`).
-`callees`: the other top-level functions a body names. `passes`: does a function pass the public tests whose
-code names it (all of them when none does)? Unknown (None) when a function it calls fails its own: the failure may be
-the callee's. A test's code is its text outside string literals; a stdio test has none (its stdin
-and expected output are data: a word there that a function is called names nothing).
+`callees`: the other top-level functions a body names. `passes`: does a function pass the public tests
+whose code names it (all of them when none does)? Unknown (None) when a function it calls fails its own:
+the failure may be the callee's. A test's code is its text outside string literals; a stdio test has none
+(its stdin and expected output are data: a word there that a function is called names nothing).
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ def test_a_small_fraction_run_prints_its_table():
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^(stdio WF fra G=(?:8|32))\s+\d+%(.*)$", r.stdout, re.M)}
     assert set(rows) == {"stdio WF fra G=8", "stdio WF fra G=32"}, r.stdout
+    # six estimators, exact (G = 8 only), the oracle at both sizes (stdio's versions have three states), across, true π
     cells = {g: len(re.findall(r"\d\.\d\d/\d\.\d\d", row)) for g, row in rows.items()}
-    assert cells == {"stdio WF fra G=8": 10, "stdio WF fra G=32": 9}, rows  # six estimators, (exact at G = 8,)
-    # the oracle at both sizes (a stdio group's versions have three states each), across, true π
+    assert cells == {"stdio WF fra G=8": 10, "stdio WF fra G=32": 9}, rows
     assert " bin " not in r.stdout and " gra " not in r.stdout   # only the reward asked for
     assert "goal (didpo ridge" in r.stdout
 
