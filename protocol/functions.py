@@ -12,6 +12,7 @@ the failure may be the callee's. A test's code is its text outside string litera
 
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import re
@@ -44,8 +45,9 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
 
 def statements(text: str) -> tuple[list[int], list[str]]:
     """(the first line of each top-level statement of a file, its def/class name or ""): an unindented code line
-    opens one, and a decorator opens the def or class it decorates. By lines, not `ast` (a parse per workspace
-    would double the verdict's time): an unindented line inside a multi-line string opens one too."""
+    opens one, and a decorator opens the def or class it decorates. By lines: a parse per workspace would double
+    the verdict's time. Where that split looks wrong (a simple statement followed by an indented line: an
+    unindented line inside a string or brackets), by `ast` when the file parses."""
     lines = lines_of(text)
     starts = [k for k, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#")]
     starts = [k for j, k in enumerate(starts) if not (j and lines[starts[j - 1]].startswith("@"))]
@@ -54,6 +56,14 @@ def statements(text: str) -> tuple[list[int], list[str]]:
         while lines[k][:1] in ("@", "", " ", "\t", "#") and k + 1 < len(lines):  # a decorator: the def below it
             k += 1
         names.append(m.group(1) if (m := _NAME.match(lines[k])) else "")
+    if any(not name and k + 1 < len(lines) and lines[k + 1][:1] in (" ", "\t") and not lines[k].rstrip().endswith(":")
+           for k, name in zip(starts, names)):
+        try:
+            body = ast.parse(text.replace("\r", " ")).body  # lines_of splits at "\n" alone, ast at "\r" too
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return starts, names
+        starts = [min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))]) - 1 for n in body]
+        names = [n.name if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else "" for n in body]
     return starts, names
 
 

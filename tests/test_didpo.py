@@ -638,9 +638,11 @@ def test_passes_reads_the_tests_that_name_the_function():
     assert functions.passes(pub, "unnamed") is False  # no test names it: all tests are its tests
 
 
-def test_a_function_holds_its_decorators():
+def test_a_function_holds_its_decorators_and_strings():
     """A decorator opens the def it decorates. As glue, @cache on one trajectory's fib and not on another's would
-    make them one version of fib (one of them may time out) and two versions of the glue, each a suspect."""
+    make them one version of fib (one of them may time out) and two versions of the glue, each a suspect. An
+    unindented line inside a string opens nothing: split there, the rest of fib would be glue. A file that does
+    not parse is split at its unindented lines."""
     src = ("from functools import cache\n\n@cache\n@other(1)\ndef fib(n):\n    return n\n\n"
            "@dataclass\nclass A:\n    x: int\n")
     turn = env.Turn(response="", files_after={"solution.py": src},
@@ -652,6 +654,9 @@ def test_a_function_holds_its_decorators():
     plain = env.Turn(response="", files_after={"solution.py": src.replace("@cache\n", "")})
     assert didpo._version(functions.written_functions(plain)[1], "fib") != didpo._version(body, "fib")
     assert didpo._version(functions.written_functions(plain)[1], "") == didpo._version(body, "")
+    text = 'import sys\n\n@cache\ndef fib(n):\n    doc = """a\nat column 0\n"""\n    return n\nx = f(\n    1)\n'
+    assert functions.statements(text) == ([0, 2, 8], ["", "fib", ""])
+    assert functions.statements("def f(:\n    x\nb\n    y\n") == ([0, 2], ["f", ""])
 
 
 def test_mean_field_takes_rates_learned_elsewhere():
