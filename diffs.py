@@ -80,6 +80,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
+from protocol.functions import first_line
 from protocol.lines import align, lines_of, normalize_line
 
 Range = tuple[int, int]
@@ -195,21 +196,18 @@ def statement_ids(text: str) -> list[int]:
                 ids[i] = max(k, 0)
         return ids[: len(lines)]
 
-    def start(node) -> int:
-        return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-
     k = 0
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.body:
-            first = start(node.body[0])
-            for i in range(start(node) - 1, first - 1):  # the class header and its docstring-free prelude
+            first = first_line(node.body[0])
+            for i in range(first_line(node) - 1, first - 1):  # the class header and its docstring-free prelude
                 ids[i] = k
             k += 1
             parts = node.body
         else:
             parts = [node]
         for sub in parts:
-            for i in range(start(sub) - 1, sub.end_lineno):
+            for i in range(first_line(sub) - 1, sub.end_lineno):
                 ids[i] = k
             k += 1
     return ids[: len(lines)]

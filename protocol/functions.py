@@ -33,7 +33,7 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
     body: dict[str, list[str]] = defaultdict(list)
     for path, text in turn.files_after.items():
         lines = lines_of(text)
-        starts, names = statements(text)
+        starts, names = statements(lines)
         for k, (a, name) in enumerate(zip([0] + starts, [""] + names)):
             if part := lines[a : starts[k] if k < len(starts) else len(lines)]:
                 body[name] += part
@@ -43,12 +43,11 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
     return out, body
 
 
-def statements(text: str) -> tuple[list[int], list[str]]:
-    """(the first line of each top-level statement of a file, its def/class name or ""): an unindented code line
-    opens one, and a decorator opens the def or class it decorates. By lines: a parse per workspace would double
+def statements(lines: list[str]) -> tuple[list[int], list[str]]:
+    """(the first line of each top-level statement of a file's lines, its def/class name or ""): an unindented code
+    line opens one, and a decorator opens the def or class it decorates. By lines: a parse per workspace would double
     the verdict's time. Where that split looks wrong (a simple statement followed by an indented line: an
     unindented line inside a string or brackets), by `ast` when the file parses."""
-    lines = lines_of(text)
     starts = [k for k, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#")]
     starts = [k for j, k in enumerate(starts) if not (j and lines[starts[j - 1]].startswith("@"))]
     names = []
@@ -59,12 +58,17 @@ def statements(text: str) -> tuple[list[int], list[str]]:
     if any(not name and k + 1 < len(lines) and lines[k + 1][:1] in (" ", "\t") and not lines[k].rstrip().endswith(":")
            for k, name in zip(starts, names)):
         try:
-            body = ast.parse(text.replace("\r", " ")).body  # lines_of splits at "\n" alone, ast at "\r" too
+            body = ast.parse("\n".join(lines).replace("\r", " ")).body  # ast breaks lines at "\r" too
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return starts, names
-        starts = [min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))]) - 1 for n in body]
+        starts = [first_line(n) - 1 for n in body]
         names = [n.name if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else "" for n in body]
     return starts, names
+
+
+def first_line(node: ast.stmt) -> int:
+    """The first line (1-based) of a parsed statement, its decorators included."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
 
 
 def callees(body: dict[str, list[str]], name: str) -> set[str]:

@@ -655,8 +655,8 @@ def test_a_function_holds_its_decorators_and_strings():
     assert didpo._version(functions.written_functions(plain)[1], "fib") != didpo._version(body, "fib")
     assert didpo._version(functions.written_functions(plain)[1], "") == didpo._version(body, "")
     text = 'import sys\n\n@cache\ndef fib(n):\n    doc = """a\nat column 0\n"""\n    return n\nx = f(\n    1)\n'
-    assert functions.statements(text) == ([0, 2, 8], ["", "fib", ""])
-    assert functions.statements("def f(:\n    x\nb\n    y\n") == ([0, 2], ["f", ""])
+    assert functions.statements(text.splitlines()) == ([0, 2, 8], ["", "fib", ""])
+    assert functions.statements("def f(:\n    x\nb\n    y\n".splitlines()) == ([0, 2], ["f", ""])
 
 
 def test_mean_field_takes_rates_learned_elsewhere():
