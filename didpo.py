@@ -26,10 +26,10 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               baseline="group_mean" (the reference estimator):  A^D_m = G_{i,t} − mean_{m'∈g} G_{m'}
               mean_std_norm divides by the std of the same returns (contrast, ridge: over the task group).
     A^V     verdict=True (default): credit of a function version by the posterior that it is correct.
-              A version u = (f, the normalized lines of f) of a top-level def/class f ("" outside any) in
-              the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Each version is
-              correct (prior 1/2), an escaped bug ((1/2)·π_f) or a caught bug ((1/2)(1 − π_f)), π_f how often f's
-              bugs get past f's public tests. Evidence (Turn.public after each turn, R):
+              A version u = (f, the normalized lines of f, docstrings dropped) of a top-level def/class f ("" outside
+              any) in the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Each version
+              is correct (prior 1/2), an escaped bug ((1/2)·π_f) or a caught bug ((1/2)(1 − π_f)), π_f how often
+              f's bugs get past f's public tests. Evidence (Turn.public after each turn, R):
               u fails f's public tests (those whose code names f) ⇒ u is caught, or a clause {u, f's callees}
               where they fail their own tests too; u passes them ⇒ u is not caught; no test names a function of
               the workspace ⇒ they judge the program: a pass for each version, a failure ⇒ a caught clause (one
@@ -88,7 +88,7 @@ import torch
 
 import credit as credit_mod
 import diffs
-from protocol.functions import callees, passes, tests_naming, written_functions
+from protocol.functions import callees, code_of, passes, tests_naming, written_functions
 
 if TYPE_CHECKING:
     from env import Trajectory
@@ -282,7 +282,7 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
 
 
 def _version(body: dict[str, list[str]], f: str) -> tuple[str, tuple[str, ...]]:
-    return f, tuple(x for x in map(diffs.normalize_line, body[f]) if x)  # (f, its normalized non-blank lines)
+    return f, code_of(tuple(body[f]))  # (f, its normalized code lines)
 
 
 def escape_rates(q: dict, caught: dict, tested: list, failed: Counter) -> dict[str, float]:

@@ -4,10 +4,12 @@
 
 `written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
 the lines turn t wrote inside it (from Turn.origin) and its lines, its decorators included (`statements`).
-`callees`: the other top-level functions a body names. `passes`: does a function pass the public tests
-whose code names it (all of them when none does)? Unknown (None) when a function it calls fails its own:
-the failure may be the callee's. A test's code is its text outside string literals; a stdio test has none
-(its stdin and expected output are data: a word there that a function is called names nothing).
+`code_of`: a version's lines as didpo's verdict compares them, normalized and without docstrings (writers vary
+docstrings more than code: one function under two docstrings is one version). `callees`: the other top-level
+functions a body names. `passes`: does a function pass the public tests whose code names it (all of them when
+none does)? Unknown (None) when a function it calls fails its own: the failure may be the callee's. A test's code
+is its text outside string literals; a stdio test has none (its stdin and expected output are data: a word there
+that a function is called names nothing).
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import functools
 import re
 from collections import defaultdict
 
-from protocol.lines import lines_of
+from protocol.lines import lines_of, normalize_line
 from protocol.messages import STDIO_HEAD
 
 _NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _STRING = re.compile(r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")  # a one-line string literal
+_OPENS = re.compile(r"(?:async )?(?:def|class) ")
+_DOC = re.compile(r"""[rRuUbBfF]{0,2}(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")  # one line
+_TRIPLE = re.compile(r"""[rRuUbBfF]{0,2}('''|\"\"\")""")
 
 
 def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
@@ -64,6 +69,41 @@ def statements(lines: list[str]) -> tuple[list[int], list[str]]:
         starts = [first_line(n) - 1 for n in body]
         names = [n.name if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else "" for n in body]
     return starts, names
+
+
+@functools.lru_cache(maxsize=1 << 14)  # a function's lines recur in every later turn and in other trajectories
+def code_of(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """A function's lines as the verdict compares its versions: normalized, non-blank, docstrings dropped."""
+    return tuple(without_docstrings([x for x in map(normalize_line, lines) if x]))
+
+
+def without_docstrings(lines: list[str]) -> list[str]:
+    """A statement's normalized non-blank lines without the docstring of each def/class among them: a no-op that
+    writers vary more than their code (one function under two docstrings is one version of it). By lines: a
+    string-literal line, or lines from an opening triple quote to a closing one with no code after it, right
+    after a def/class header (its brackets closed, ending in ":")."""
+    out: list[str] = []
+    k, depth, header, opened = 0, 0, False, False
+    while k < len(lines):
+        line = lines[k]
+        if opened:
+            opened = False
+            if _DOC.fullmatch(line):
+                k += 1
+                continue
+            if (m := _TRIPLE.match(line)) and m.group(1) not in line[m.end():]:
+                q = m.group(1)
+                end = next((j for j in range(k + 1, len(lines)) if q in lines[j]), None)
+                if end is not None and lines[end].split(q, 1)[1].strip()[:1] in ("", "#"):  # comment: quotes misled
+                    k = end + 1
+                    continue
+        if header or _OPENS.match(line):
+            depth = (depth if header else 0) + sum(map(line.count, "([{")) - sum(map(line.count, ")]}"))
+            header = depth > 0
+            opened = not header and line.endswith(":")
+        out.append(line)
+        k += 1
+    return out
 
 
 def first_line(node: ast.stmt) -> int:

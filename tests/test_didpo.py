@@ -659,6 +659,26 @@ def test_a_function_holds_its_decorators_and_strings():
     assert functions.statements("def f(:\n    x\nb\n    y\n".splitlines()) == ([0, 2], ["f", ""])
 
 
+def test_a_docstring_does_not_make_another_version(tiny_tokenizer):
+    """Writers vary docstrings more than code: the winner's f under one docstring and a loser's f under another (over
+    three lines) are one version, verified by the win, so the loser's loss is its g's alone. A string that does
+    something stays code, and so do the lines after a triple quote that never closes."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert g(2) == 6")])
+    one = F_OK.replace(":\n", ':\n    """Sum a and b."""\n', 1)
+    three = F_OK.replace(":\n", ":\n    r\'\'\'The sum\n\n    of a and b.\'\'\'  # doc\n", 1)
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in [(one, G_OK), (three, G_BAD)]]
+    assert [tr.reward for tr in group] == [1.0, 0.0]
+    pieces, q, _ = didpo.verdict(group)
+    assert pieces[0][0][1] == pieces[1][0][1] == ("f", ("def f(a, b):", "s = a+b", "return s"))
+    assert q[pieces[1][0][1]] == 1.0 and q[pieces[1][1][1]] < 0.01  # the loser's g is the bug
+    kept = ["def f(a,", "b):", "'x'.join(a)", "return a", "def g():", '"""open', "return 1"]
+    assert functions.without_docstrings(kept) == kept
+    assert functions.without_docstrings(["class A:", "'doc'", "def m(self):", '"""doc"""', "x = 1"]) == [
+        "class A:", "def m(self):", "x = 1"]
+
+
 def test_mean_field_takes_rates_learned_elsewhere():
     """rates = (ρ, π) replace the prior's P(correct) = 1/2 and π̂_f: with ρ_f = 0.8, π_f = 1/2 a lone pass of f reads
     0.8/(0.8 + 0.2·1/2) = 8/9 and π̂_f is the given 1/2; g, not given, keeps the prior and its own π̂: its lone pass
