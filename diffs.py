@@ -17,7 +17,7 @@
    statements of a class body count as top level, so the methods of
    `class Solution` are blocks) -> single lines of at least `min_line_chars`
    normalized characters. Each has a kind (add | del | replace), path,
-   normalized text (comments and blank lines dropped, whitespace folded,
+   normalized text (comments, docstrings, blank lines dropped, whitespace folded,
    relative indentation kept), size L (normalized lines), its (trajectory,
    turn), and the char ranges of the response that wrote it, read from
    `Turn.origin` (never found again by searching the response). Deleted lines
@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
-from protocol.functions import first_line
+from protocol.functions import file_docstrings, first_line
 from protocol.lines import align, lines_of, normalize_line
 
 Range = tuple[int, int]
@@ -275,8 +275,11 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
     so the same line in two functions is two units (a line unit never pools across blocks).
     """
     cache = {"stmt": {}, "norm": {}, "lines": {}} if _cache is None else _cache
-    stmts, memo, split = cache["stmt"], cache["norm"], cache["lines"]
+    stmts, memo, split, docs = cache["stmt"], cache["norm"], cache["lines"], cache.setdefault("doc", {})
     found: dict[tuple, SubDiff] = {}
+
+    def doc(text, ls) -> set[int]:  # a file's docstring lines: no unit's text holds them, as no verdict version does
+        return docs[text] if text in docs else docs.setdefault(text, file_docstrings(text, ls))
 
     def add(kind, path, level, text, size, units, ranges, parts=()) -> tuple | None:
         if not text or not any(r is not None for r in ranges):
@@ -303,12 +306,12 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
             cur_path, stmt = path, None
             after = turn.files_after.get(path, "")
             new_lines = _lines(after, split)
-            origin = turn.origin.get(path) or []
+            origin, new_doc = turn.origin.get(path) or [], doc(after, new_lines)
         runs: list[tuple[list[int], list[int]]] = []  # (deleted source lines, added target lines)
         prev = " "
         for kind_, i, j in hunk.lines:
             if kind_ == " ":
-                prev = " "
+                prev = prev if j in new_doc else " "  # a docstring's line the old file also had does not cut the run
                 continue
             if prev == " " or (prev == "+" and kind_ == "-"):
                 runs.append(([], []))
@@ -322,10 +325,10 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
         for dels, adds in runs:
             if dels:
                 before_lines = before_lines or _lines(turn.files_before.get(path, ""), split)
-                h_del += [before_lines[n] for n in dels]
+                h_del += [before_lines[n] for n in dels if n not in doc(turn.files_before.get(path, ""), before_lines)]
                 h_units += [(path, "-", n) for n in dels]
                 h_ranges += [None] * len(dels)
-            h_add += [new_lines[n] for n in adds]
+            h_add += [new_lines[n] for n in adds if n not in new_doc]
             h_units += [(path, "+", n) for n in adds]
             h_ranges += [origin[n] if n < len(origin) else None for n in adds]
             if not adds:
@@ -341,11 +344,11 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
                 rs = [origin[n] if n < len(origin) else None for n in blk]
                 b_parts = []
                 for n, r in zip(blk, rs):
-                    norm = _norm(new_lines[n], memo)[1]
+                    norm = "" if n in new_doc else _norm(new_lines[n], memo)[1]
                     if len(norm) >= min_line_chars:
                         text = f"{norm}  @{_scope(new_lines, n)}" if line_scope else norm
                         b_parts.append(add(kind, path, "line", text, 1, [(path, "+", n)], [r]))
-                b_text, b_size = normalize([new_lines[n] for n in blk], memo)
+                b_text, b_size = normalize([new_lines[n] for n in blk if n not in new_doc], memo)
                 h_parts.append(add(kind, path, "block", b_text, b_size, [(path, "+", n) for n in blk], rs,
                                    [k for k in b_parts if k]))
         if not h_add:

@@ -11,8 +11,8 @@ hidden tests check each region 3 times; both fail the twin. A trajectory picks e
 version at random (correct with probability 1/2) and writes it either
     whole-file:      all three regions in one fenced block, in one turn, or
     search/replace:  one SEARCH/REPLACE block per region per turn (3 turns, random order),
-each trajectory in one of two writing styles (a comment line and different spacing in the code,
-other prose around it: normalization must see through it), and is replayed through the
+each trajectory in one of two writing styles (a docstring, a comment line and different spacing in the
+code, other prose around it: normalization must see through it), and is replayed through the
 environment (`rollout.replay`: parsing, edits with provenance, the SmolLM2 tokenizer's tokens,
 sandboxed tests). Rewards:
     binary:           R = 1 iff every hidden test passes, no step rewards;
@@ -70,24 +70,24 @@ Region tokens are a function's body: its def line is the stub's in every traject
 Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; drop = DAPO):
     column                drop  contrast   -verdict   default    exact      oracle     across     true π
     clean, all 8 cells  0-36%  >=0.99/0.99 >=0.99/0.95 1.00/1.00
-    variants WF bin G=8    43%  0.68/0.79  0.69/0.78  0.84/0.92  0.83/0.92  0.87/0.93  0.86/0.93  0.87/0.94
+    variants WF bin G=8    43%  0.69/0.79  0.69/0.78  0.84/0.91  0.84/0.91  0.87/0.93  0.86/0.92  0.86/0.93
     variants WF bin G=32    2%  0.83/0.86  0.80/0.84  0.91/0.96             0.90/0.96  0.88/0.95  0.89/0.96
-    variants WF gra G=8     0%  0.61/0.76  0.63/0.76  0.79/0.85  0.79/0.85  0.84/0.88  0.81/0.88  0.84/0.89
-    variants SR gra G=8     0%  0.68/0.76  0.70/0.74  0.87/0.90  0.86/0.90  0.88/0.92  0.87/0.91  0.87/0.92
-    skill WF gra G=8        0%  0.74/0.87  0.75/0.85  0.86/0.94  0.86/0.94             0.87/0.94  0.88/0.94
-    imbalanced SR bin G=8  39%  0.56/0.70  0.60/0.71  0.84/0.92  0.84/0.92  0.96/0.96  0.89/0.94  0.86/0.94
-    imbalanced SR gra G=8   7%  0.56/0.71  0.59/0.70  0.78/0.87  0.80/0.88  0.94/0.94  0.84/0.92  0.82/0.91
-    imbalanced SR gra G=32  0%  0.64/0.72  0.84/0.77  0.98/0.99             0.98/0.98  0.98/0.99  0.98/0.99
+    variants WF gra G=8     0%  0.61/0.76  0.64/0.75  0.79/0.85  0.79/0.85  0.84/0.88  0.81/0.87  0.84/0.88
+    variants SR gra G=8     0%  0.68/0.76  0.71/0.74  0.87/0.90  0.86/0.90  0.88/0.92  0.87/0.91  0.87/0.92
+    skill WF gra G=8        0%  0.75/0.87  0.76/0.85  0.87/0.94  0.86/0.94             0.87/0.94  0.88/0.95
+    imbalanced SR bin G=8  39%  0.58/0.72  0.62/0.73  0.84/0.92  0.84/0.92  0.96/0.96  0.89/0.94  0.87/0.93
+    imbalanced SR gra G=8   7%  0.58/0.71  0.60/0.70  0.78/0.86  0.80/0.87  0.94/0.94  0.84/0.91  0.82/0.90
+    imbalanced SR gra G=32  0%  0.65/0.72  0.87/0.77  0.98/0.99             0.98/0.98  0.98/0.99  0.98/0.99
     repair gra G=8          2%  0.62/0.69  0.69/0.68  0.87/0.92  0.87/0.92             0.88/0.93  0.91/0.94
     rewrite bin G=8         9%  0.60/0.65  0.69/0.67  0.88/0.94  0.89/0.94             0.90/0.94  0.92/0.95
-    helper WF gra G=8       0%  0.74/0.81  0.77/0.80  0.90/0.94  0.90/0.94             0.94/0.95  0.95/0.96
-    stdio WF bin G=8       32%  0.71/0.83  0.74/0.81  0.82/0.92  0.82/0.91  0.85/0.93  0.83/0.93  0.84/0.93
-    stdio WF bin G=32       0%  0.82/0.91  0.92/0.92  0.96/0.98             0.97/0.98  0.96/0.98  0.97/0.98
-    stdio WF gra G=8        1%  0.63/0.75  0.66/0.75  0.75/0.86  0.74/0.84  0.81/0.88  0.78/0.87  0.80/0.88
-    stdio WF gra G=32       0%  0.78/0.84  0.87/0.83  0.96/0.98             0.97/0.99  0.96/0.98  0.97/0.99
-(the full table, every estimator and column, is what the script prints, in about 6 minutes). The verdict adds
-0.08-0.24 accuracy at G = 8 and 0.01-0.14 at G = 32 in every messy column, and lifts token AUC from 0.66-0.95
-to 0.84-0.99. The goal is NOT met in three cells, on accuracy: variants WF graded G = 8 (0.79), imbalanced SR
+    helper WF gra G=8       0%  0.74/0.79  0.77/0.77  0.90/0.94  0.91/0.94             0.94/0.95  0.95/0.96
+    stdio WF bin G=8       32%  0.72/0.83  0.75/0.80  0.82/0.92  0.82/0.91  0.85/0.93  0.83/0.92  0.84/0.93
+    stdio WF bin G=32       0%  0.82/0.92  0.91/0.92  0.96/0.98             0.97/0.98  0.96/0.98  0.97/0.98
+    stdio WF gra G=8        1%  0.63/0.76  0.67/0.75  0.75/0.86  0.74/0.84  0.81/0.88  0.78/0.87  0.80/0.87
+    stdio WF gra G=32       0%  0.79/0.84  0.88/0.83  0.96/0.99             0.97/0.99  0.96/0.98  0.97/0.99
+(the full table, every estimator and column, is what the script prints, in about 7 minutes). The verdict adds
+0.07-0.22 accuracy at G = 8 and 0.01-0.11 at G = 32 in every messy column, and lifts token AUC from 0.68-0.95
+to 0.85-0.99. The goal is NOT met in three cells, on accuracy: variants WF graded G = 8 (0.79), imbalanced SR
 graded G = 8 (0.78) and stdio WF graded G = 8 (0.75); the worst seed's 95% intervals reach 0.82, 0.81, 0.78.
 Where it falls short the evidence is thin: with 6 versions per function most are written once in a group of 8,
 17 of the 27 bugs pass their public test, and graded groups with no passing trajectory (kept by DAPO, dropped in
@@ -98,8 +98,12 @@ a cost at G = 32 on this draw (variants WF binary 0.88). Stdio WF graded G = 8 i
 oracle reads 0.81. The oracle bounds an estimator only where versions are drawn independently at their rates; here
 each function has 3 bugs, and at G = 32, where a group sees most of them, the default reads above it (variants WF
 binary 0.91 against 0.90).
-With a partial-credit reward (`--rewards fraction`) the default misses imbalanced SR G = 8 (0.76/0.85) and stdio
-WF G = 8 (0.78/0.87); rates across groups clears both (0.85/0.90 and 0.82/0.89).
+Style 1 writes a docstring, as a real model does in words of its own: the verdict's versions (code_of) and diffs'
+unit texts drop docstrings. Kept in the versions, they split each in two and 12 messy cells missed the goal (stdio
+WF graded G = 8 0.63/0.79); in diffs, a docstring's blank line matched to the stub's cut f's block in two (-verdict,
+variants WF binary G = 8, 0.62 against 0.69). Dropped, the default reads within 0.01 of its table before style 1.
+With a partial-credit reward (`--rewards fraction`; measured before style 1's docstring) the default misses
+imbalanced SR G = 8 (0.76/0.85) and stdio WF G = 8 (0.78/0.87); rates across groups clears both (0.85/0.90, 0.82/0.89).
 Every change measured on the way, with its numbers (each idea tried on these cells, the stdio column's holes,
 A^V's unit, how much memory the rates need): bench/results/credit.md.
 """
@@ -170,12 +174,13 @@ REWARDS = {"binary": {"shaping_coef": 0.0}, "graded": {"shaping_coef": 1.0}, "fr
 
 
 def region_code(r, ok: bool, style: int = 0) -> str:
-    """A region's code; style 1 is the same code as a different writer spells it (a comment line, spacing)."""
+    """A region's code; style 1 is the same code as another writer spells it (a docstring, a comment, spacing)."""
     name, sig, body, good, bad = r[:5]
     assert body.count(good) == 1, name
     body = body if ok else body.replace(good, bad)
-    if style:  # normalization must see through this: comments dropped, whitespace folded
-        body = f"    # {name}: straightforward loop\n" + body.replace(" = ", " =  ", 1)
+    if style:  # the verdict must see through this: docstrings and comments dropped, whitespace folded
+        doc = f'    """Return {name} of the inputs."""\n'
+        body = f"{doc}    # {name}: straightforward loop\n" + body.replace(" = ", " =  ", 1)
     return f"def {name}({sig}):\n{body}"
 
 
@@ -362,8 +367,9 @@ def version_code(r, v: int, style: int = 0) -> str:
     """Version v of region r: v < len(correct) is a correct implementation, the rest are its bugs."""
     name, sig, good, bad = r[:4]
     body = (good + bad)[v]
-    if style:
-        body = f"    # {name}: my approach\n" + body.replace(" = ", " =  ", 1)
+    if style:  # a docstring over two lines, a comment, spacing
+        doc = f'    """{name}, my way.\n\n    Written as I see it.\n    """\n'
+        body = f"{doc}    # {name}: my approach\n" + body.replace(" = ", " =  ", 1)
     return f"def {name}({sig}):\n{body}"
 
 

@@ -29,6 +29,7 @@ _STRING = re.compile(r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")  # a one-lin
 _OPENS = re.compile(r"(?:async )?(?:def|class) ")
 _DOC = re.compile(r"""[rRuUbBfF]{0,2}(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")  # one line
 _TRIPLE = re.compile(r"""[rRuUbBfF]{0,2}('''|\"\"\")""")
+_QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the first that opens with a string
 
 
 def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
@@ -78,30 +79,43 @@ def code_of(lines: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def without_docstrings(lines: list[str]) -> list[str]:
-    """A statement's normalized non-blank lines without the docstring of each def/class among them: a no-op that
-    writers vary more than their code (one function under two docstrings is one version of it). By lines: a
-    string-literal line, or lines from an opening triple quote to a closing one with no code after it, right
-    after a def/class header (its brackets closed, ending in ":")."""
-    out: list[str] = []
+    """Normalized lines without the docstring lines among them (`docstring_lines`)."""
+    doc = docstring_lines(lines)
+    return [x for k, x in enumerate(lines) if k not in doc] if doc else lines
+
+
+def file_docstrings(text: str, lines: list[str]) -> set[int]:
+    """`docstring_lines` of a file's lines; none, unread, where no line of the text opens with a string literal."""
+    quoted = ('"' in text or "'" in text) and _QUOTED.search(text)  # the first test is 200 times as fast
+    return docstring_lines([normalize_line(x) for x in lines]) if quoted else set()
+
+
+def docstring_lines(lines: list[str]) -> set[int]:
+    """Where the docstring of each def/class is among normalized lines ("" for blank): a string-literal line, or
+    lines from an opening triple quote to a closing one with no code after it, right after a def/class header (its
+    brackets closed, ending in ":"). By lines: writers vary docstrings more than their code, and a parse per file
+    would double the verdict's time."""
+    out: set[int] = set()
     k, depth, header, opened = 0, 0, False, False
     while k < len(lines):
         line = lines[k]
-        if opened:
+        if opened and line:
             opened = False
             if _DOC.fullmatch(line):
+                out.add(k)
                 k += 1
                 continue
             if (m := _TRIPLE.match(line)) and m.group(1) not in line[m.end():]:
                 q = m.group(1)
                 end = next((j for j in range(k + 1, len(lines)) if q in lines[j]), None)
                 if end is not None and lines[end].split(q, 1)[1].strip()[:1] in ("", "#"):  # comment: quotes misled
+                    out.update(range(k, end + 1))
                     k = end + 1
                     continue
-        if header or _OPENS.match(line):
+        if line and (header or _OPENS.match(line)):
             depth = (depth if header else 0) + sum(map(line.count, "([{")) - sum(map(line.count, ")]}"))
             header = depth > 0
             opened = not header and line.endswith(":")
-        out.append(line)
         k += 1
     return out
 

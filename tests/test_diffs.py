@@ -239,6 +239,20 @@ def test_one_member_per_turn_holds_both_places():
         assert len(keys) == len(set(keys))
 
 
+def test_a_docstring_is_in_no_units_text():
+    """Writers word docstrings their own way: f under a docstring over three lines gives the candidate texts of f
+    under none, and no docstring line is a line unit (one that long would pool every writer of f, right or wrong).
+    The docstring's blank line, which the diff matches to the stub's, does not cut f's block in two: the block
+    holds both of the docstring's written lines."""
+    doc = F_OK.replace(":\n", ':\n    """Add a and b, as\n\n    the caller expects them."""\n', 1)
+    found = [diffs.candidates(episode_turns([whole(f, G_OK)])[0], 0, 0) for f in (F_OK, doc)]
+    texts = [sorted((c.level, c.text) for c in cs) for cs in found]
+    assert texts[0] == texts[1] and ("block", "s = a+b\nreturn s") in texts[0]
+    assert [len(c.units) for c in found[1] if c.text == "s = a+b\nreturn s"] == [4]
+    class_doc = "class A:\n    \'\'\'A thing with a long docstring.\'\'\'\n    def m(self):\n        return 1\n"
+    assert not [c for c in diffs.candidates(episode_turns([whole(class_doc, G_OK)])[0], 0, 0) if "docstring" in c.text]
+
+
 def test_universal_anchor_ranks_below_anchors_with_contrast():
     # every trajectory writes the same long helper (a universal block with a high GS) and f or its twin
     helper = "def g(x):\n" + "".join(f"    x = x + {k}\n" for k in range(12)) + "    return x\n"
