@@ -304,7 +304,7 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
         path = hunk.path
         if path != cur_path:
             cur_path, stmt = path, None
-            after = turn.files_after.get(path, "")
+            after, before = turn.files_after.get(path, ""), turn.files_before.get(path, "")
             new_lines = _lines(after, split)
             origin, new_doc = turn.origin.get(path) or [], doc(after, new_lines)
         runs: list[tuple[list[int], list[int]]] = []  # (deleted source lines, added target lines)
@@ -324,8 +324,8 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
         h_units, h_ranges, h_del, h_add, h_parts = [], [], [], [], []
         for dels, adds in runs:
             if dels:
-                before_lines = before_lines or _lines(turn.files_before.get(path, ""), split)
-                h_del += [before_lines[n] for n in dels if n not in doc(turn.files_before.get(path, ""), before_lines)]
+                before_lines = before_lines or _lines(before, split)
+                h_del += [before_lines[n] for n in dels if n not in doc(before, before_lines)]
                 h_units += [(path, "-", n) for n in dels]
                 h_ranges += [None] * len(dels)
             h_add += [new_lines[n] for n in adds if n not in new_doc]
