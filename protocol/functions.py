@@ -26,7 +26,6 @@ from protocol.messages import STDIO_HEAD
 _NAME = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _STRING = re.compile(r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"")  # a one-line string literal
-_OPENS = re.compile(r"(?:async )?(?:def|class) ")
 _DOC = re.compile(r"""[rRuUbBfF]{0,2}(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")  # one line
 _TRIPLE = re.compile(r"""[rRuUbBfF]{0,2}('''|\"\"\")""")
 _QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the first that opens with a string
@@ -112,7 +111,7 @@ def docstring_lines(lines: list[str]) -> set[int]:
                     out.update(range(k, end + 1))
                     k = end + 1
                     continue
-        if line and (header or _OPENS.match(line)):
+        if line and (header or _NAME.match(line)):
             depth = (depth if header else 0) + sum(map(line.count, "([{")) - sum(map(line.count, ")]}"))
             header = depth > 0
             opened = not header and line.endswith(":")
