@@ -36,10 +36,14 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               of its versions is caught); R_i ≥ 1 ⇒ every version in i's final workspace is correct; R_i < 1 ⇒
               a clause: one of them is a bug (explained if one is a known bug). Glue (the "" version beside a
               def/class: imports, the entry call) in every final workspace of the group leaves every clause.
-              π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b) (b = ESCAPE = 3) with B_f, F_f the
-              escaped and caught bugs expected among f's versions with a public result. Mean field over the three
-              states, iterated: log P(correct) += Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w), and log P(correct
-              or escaped) += Σ_{caught c ∋ u} log(1 − Π_{w∈c, w≠u} (1 − k_w)); q_w = P(correct), k_w = P(caught).
+              Behaviour (Turn.behaviour, protocol.behaviour): two versions of f that call no other function of the
+              workspace and give different outputs on an input both were probed with are apart, and both correct
+              has weight APART = 0.2 (implementations of one task agree on valid inputs; a probed input may not be
+              valid). π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b) (b = ESCAPE = 3) with B_f,
+              F_f the escaped and caught bugs expected among f's versions with a public result. Mean field over the
+              three states, iterated: log P(correct) += Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) + Σ_{w apart
+              from u} log(1 − (1 − APART)·q_w), and log P(correct or escaped) += Σ_{caught c ∋ u} log(1 −
+              Π_{w∈c, w≠u} (1 − k_w)); q_w = P(correct), k_w = P(caught).
               A^V_{i,t,u} = s·(q_u − q̄) − A^E_i: the version's posterior against q̄ = mean_j (the mean q of the
               pieces j wrote, or R_j if none), in s = one unit of Y in A^E's units (1 under mean_norm; 0 where
               every Y_j is equal). A^D, centered over each piece's tokens, only redistributes credit inside it,
@@ -47,9 +51,12 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               Why: most versions are written once in a group of 8 and form no anchor, and an anchor's value
               mixes in its writers' other pieces; the clauses exonerate a loser's correct version that a winner
               wrote too, or whose other versions are known bugs, and convict the one left to blame. π_f: a pass
-              means more where f's bugs are seen to fail. Glue in every clause would be the one cause of every
-              loss and exonerate the bugs beside it (a function all got wrong is still blamed). s, not the spread
-              of A^E: AUC +.01-.05 (bench/credit.py). q̄ by trajectory: equal R, equal credit where q agrees with R.
+              means more where f's bugs are seen to fail. Apart: a bug that escapes f's test is often seen
+              once, and differs from the correct versions near it (at G = 8 +0.12-0.17 accuracy in the three
+              cells where the rates alone fell short, bench/credit.py). Glue in every clause would be the one
+              cause of every loss and exonerate the bugs beside it (a function all got wrong is still blamed). s, not
+              the spread of A^E: AUC +.01-.05 (bench/credit.py). q̄ by trajectory: equal R, equal credit where q
+              agrees with R.
     Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
               m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
               0 wherever loss_mask is 0.
@@ -88,6 +95,7 @@ import torch
 
 import credit as credit_mod
 import diffs
+from protocol.behaviour import differ
 from protocol.functions import callees, code_of, passes, tests_naming, written_functions
 
 if TYPE_CHECKING:
@@ -240,6 +248,7 @@ def ridge_values(values: list[float], holders: list[set[int]], alpha: float, nor
 
 PRIOR = 0.5   # P(a function version is correct) before any evidence
 ESCAPE = 3.0  # b of π_f ~ Beta(b, b), how often a bug of f passes f's public tests (module docstring)
+APART = 0.2   # P(two versions of f both correct | they behave differently somewhere near its tests)
 
 
 class Caught(frozenset):
@@ -250,7 +259,7 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q, function -> π̂_f);
     module docstring. solve(clauses, known, passed) -> (q of the free versions, π̂): mean_field, or another solver."""
     pieces: list[list] = [[] for _ in group]
-    bugs, good, clauses, passed, finals = set(), set(), [], set(), []
+    bugs, good, clauses, passed, finals, acts = set(), set(), [], set(), [], {}
     for i, tr in enumerate(group):
         for t, turn in enumerate(tr.turns):
             wrote, body = written_functions(turn)
@@ -258,6 +267,9 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
             program = index is not None and not any(index.get(f) for f in body if f)  # the tests judge the program
             whole = (broke := program and not all(turn.public.values())) or t + 1 == len(tr.turns)  # broke: it failed
             version = {f: _version(body, f) for f in (body if whole else wrote)}  # what it wrote; all S_t for a clause
+            for f, io in (turn.behaviour or {}).items():  # a version's behaviour, where it calls no other function
+                if (u := version.get(f)) and not callees(body, f) and acts.get(u, io) is not None:
+                    acts[u] = None if differ(acts.get(u, io), io) else acts.get(u, {}) | io  # None: S_t changes it
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
                 if index and index.get(f):  # tests that name f judge it; a failure a callee may share is a clause
@@ -276,7 +288,12 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     passed -= known.keys()
     live = [type(c)(c - shared) for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]
-    free, escape = (solve or mean_field)(live, known, passed)[:2]  # live: the unexplained clauses
+    by_f = defaultdict(list)
+    for u, io in acts.items():
+        if io:
+            by_f[u[0]].append((u, io))
+    apart = {u: [w for w, jo in us if w != u and differ(io, jo)] for us in by_f.values() for u, io in us}
+    free, escape = (solve or mean_field)(live, known, passed, apart={u: ws for u, ws in apart.items() if ws})[:2]
     q = defaultdict(lambda: PRIOR, known | free)
     return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape
 
@@ -296,7 +313,7 @@ def escape_rates(q: dict, caught: dict, tested: list, failed: Counter) -> dict[s
 
 
 def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10,
-               rates: tuple[dict, dict] = ({}, {})) -> tuple[dict, dict, dict]:
+               rates: tuple[dict, dict] = ({}, {}), apart: dict | None = None) -> tuple[dict, dict, dict]:
     """(q of each free version in an unexplained clause or in `passed`, π̂_f, P(caught) where a caught clause holds a
     version no pass rules out) by mean-field updates over three states, correct, escaped bug, caught bug (module
     docstring). rates = (ρ, π): each function's P(correct) and π_f in (0, 1), learned elsewhere, for 1/2 and π̂_f."""
@@ -310,6 +327,8 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
             if caught and u not in passed:
                 k[u] = (1 - PRIOR) / 2           # the prior's P(caught)
     of.update({u: of.get(u, []) for u in sorted(passed)})  # a pass is evidence outside every clause too
+    apart = apart or {}
+    of.update({u: of.get(u, []) for u in sorted(apart) if u not in known})  # so is behaving apart from another
     tested, failed = sorted(passed | k.keys()), Counter(u[0] for u, v in known.items() if v == 0.0)
     for _ in range(iters):
         pi = escape_rates(q, k, tested, failed) | rates[1]
@@ -317,7 +336,8 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
             hit = sum(math.log(max(1.0 - math.prod(1.0 - k.get(w, 0.0) for w in c if w != u), 1e-9))
                       for x, c in cs if x)
             ls = [math.log(r := rates[0].get(u[0], PRIOR)) + hit + sum(math.log(max(1.0 - math.prod(
-                      q[w] for w in c if w != u), 1e-9)) for x, c in cs if not x),
+                      q[w] for w in c if w != u), 1e-9)) for x, c in cs if not x)
+                  + sum(math.log(1.0 - (1.0 - APART) * q[w]) for w in apart.get(u, ())),
                   math.log((1 - r) * (pi[u[0]] if u in passed or u in k else 1.0)) + hit,
                   math.log((1 - r) * (1 - pi[u[0]])) if u in k else -math.inf]
             z = [math.exp(x - max(ls)) for x in ls]

@@ -65,7 +65,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 import credit
 import env
 import sandbox
-from protocol import chat
+from protocol import behaviour, chat
 from tasks import Task
 
 ALIASES = {
@@ -568,11 +568,13 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
             todo = [j for j in jobs if j is not None]
             t = time.time()
             verdicts = iter(_grade(todo, env_cfg) if todo else [])
+            probes = iter(behaviour.probe_many(todo, _probe, env_cfg.sandbox_workers) if todo and env_cfg.probe else [])
             stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
             still = []
             for r, job in zip(live, jobs):
                 v = next(verdicts) if job is not None else None
                 msg = r.episode.observe(v)
+                r.episode.turns[-1].behaviour = next(probes, None) if job is not None else None
                 # cut by the token cap, or by the turn limit (not by finish or passing tests)
                 r.truncated = ("length" if r.finish_reasons[-1] == "length" else
                                "max_turns" if r.episode.ended == "turn limit reached" else "")
@@ -627,6 +629,11 @@ def _grade(jobs, env_cfg: env.EnvConfig):
     if env_cfg.sandbox_workers is None:
         return sandbox.grade_many(jobs)
     return sandbox.grade_many(jobs, env_cfg.sandbox_workers)
+
+
+def _probe(files: dict[str, str], stdin: str) -> str:  # protocol.behaviour's program, in the sandbox
+    limits = sandbox.Limits(wall_s=behaviour.WALL_S, cpu_s=behaviour.WALL_S)
+    return sandbox.execute(files, [sandbox.PYTHON, behaviour.PROBE], stdin, limits).stdout
 
 
 def replay(task: Task, responses: list[str], tokenizer, **cfg) -> env.Trajectory:

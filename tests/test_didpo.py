@@ -579,7 +579,7 @@ def test_a_failed_program_test_convicts_what_was_not_seen_passing_it(tiny_tokeni
         return (f"Here.\n```python\nimport sys\n\ndef a(x):\n    return {a}\n\ndef b(y):\n    return {b}\n\n"
                 f"x, y = map(int, sys.stdin.readline().split())\nprint(a(x), b(y))\n```\nfinish\n")
     a1, b1, b2 = "x + 1 if x else 9", "y * 2 if y else 5", "y + 2"
-    group = [rollout.replay(task, [program(a, b)], tiny_tokenizer, max_turns=1)
+    group = [rollout.replay(task, [program(a, b)], tiny_tokenizer, max_turns=1, probe=False)  # by hand: no behaviour
              for a, b in [(a1, b1), (a1, b2), ("x + 1", "y * 2")]]
     assert [tr.reward for tr in group] == [0.0, 0.0, 1.0]
     assert [list(tr.turns[0].public.values()) for tr in group] == [[True], [False], [True]]
@@ -763,3 +763,27 @@ def test_every_estimator_survives_whatever_a_model_writes(tiny_tokenizer):
             _masked_zero(group, didpo.compute_advantages(group, cfg))
         judged += bool(didpo.compute_credit(group, didpo.AdvConfig()).verdicts)
     assert judged >= 30
+
+
+def test_versions_that_behave_apart_are_not_both_correct(tiny_tokenizer):
+    """Three losers, every public test passed: f' and g' are bugs that escape it, each seen once. Without behaviour
+    the clauses {f, g'}, {f', g}, {f2, g'} leave f' and g within 0.01 (π̂_f and π̂_g differ a little).
+ The probe (Turn.behaviour) says f' differs from f and
+    from f2 (another implementation that behaves as f) and g from g': f' is in two pairs that cannot both be right,
+    g in one, against g' whom two losses blame, so the loser of the middle trajectory is f', not its g."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert f(3, 3) == 6 and g(9) == 27")])
+    f2 = "def f(a, b):\n    t = b\n    t += a\n    return t\n"
+    f_esc = "def f(a, b):\n    s = a+b if a < 3 else a*b\n    return s\n"
+    g_esc = "def g(x):\n    y = x*3 if x < 5 else x\n    return y\n"
+    plan = [(F_OK, g_esc), (f_esc, G_OK), (f2, g_esc)]
+    q = {}
+    for probe in (True, False):
+        group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1, probe=probe) for f, g in plan]
+        assert [tr.reward for tr in group] == [0.0] * 3 and all(all(tr.turns[0].public.values()) for tr in group)
+        assert all(set(tr.turns[0].behaviour or {}) == ({"f", "g"} if probe else set()) for tr in group)
+        pieces, q[probe], _ = didpo.verdict(group)
+        f, g = (u for _, u, _ in pieces[1])
+    assert abs(q[False][f] - q[False][g]) < 0.01, q[False]
+    assert q[True][f] < q[True][g] - 0.1, q[True]
