@@ -158,6 +158,7 @@ class Credit:
     contrast: dict[int, float] = field(default_factory=dict)     # anchor id -> the DiD contrast on the holders
     verdicts: dict[tuple[str, tuple], float] = field(default_factory=dict)  # version (f, lines) -> q (A^V)
     escape: dict[str, float] = field(default_factory=dict)  # function -> π̂_f, how often its bugs pass its tests
+    apart: dict[tuple, list] = field(default_factory=dict)  # version -> the versions it behaves apart from
     stats: dict = field(default_factory=dict)
 
 
@@ -255,9 +256,10 @@ class Caught(frozenset):
     """A clause whose evidence is a failed test: some version in it is a bug that the test catches."""
 
 
-def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple, float], dict[str, float]]:
-    """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q, function -> π̂_f);
-    module docstring. solve(clauses, known, passed) -> (q of the free versions, π̂): mean_field, or another solver."""
+def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple, float], dict[str, float], dict]:
+    """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q, function -> π̂_f,
+    version -> the versions it behaves apart from); module docstring. solve(clauses, known, passed, apart=...) ->
+    (q of the free versions, π̂): mean_field, or another solver."""
     pieces: list[list] = [[] for _ in group]
     bugs, good, clauses, passed, finals, acts = set(), set(), [], set(), [], {}
     for i, tr in enumerate(group):
@@ -292,10 +294,13 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
     for u, io in acts.items():
         if io:
             by_f[u[0]].append((u, io))
-    apart = {u: [w for w, jo in us if w != u and differ(io, jo)] for us in by_f.values() for u, io in us}
-    free, escape = (solve or mean_field)(live, known, passed, apart={u: ws for u, ws in apart.items() if ws})[:2]
+    outside = {f: {k for u, io in us if u in good for w, jo in us if w in good for k, v in io.items()
+                   if jo.get(k, v) != v} for f, us in by_f.items()}  # inputs where verified versions differ
+    apart = {u: ws for f, us in by_f.items() for u, io in us
+             if (ws := [w for w, jo in us if w != u and differ(io, jo, outside[f])])}
+    free, escape = (solve or mean_field)(live, known, passed, apart=apart)[:2]
     q = defaultdict(lambda: PRIOR, known | free)
-    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape
+    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape, apart
 
 
 def _version(body: dict[str, list[str]], f: str) -> tuple[str, tuple[str, ...]]:
@@ -366,7 +371,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     returns = [step_returns(tr, cfg.gamma) for tr in group]
     diff = [np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group]      # [T] per trajectory
     owner = [np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group]   # [T] per trajectory
-    info, verdicts, escape = {}, {}, {}
+    info, verdicts, escape, apart = {}, {}, {}, {}
     anchors: list[diffs.Anchor] = []
     anchor_values: dict[int, list[float]] = {}
     held, dd = {}, {}  # anchor id -> its holders (sorted), and the DiD contrast on them
@@ -415,7 +420,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
             anchor_values[a.id] = [values[k] for k in a.kept]
             held[a.id] = sorted(holders[a.id])
             dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
-        pieces, verdicts, escape = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {})
+        pieces, verdicts, escape, apart = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {}, {})
         s = (max(episode) - min(episode)) / (max(ys) - min(ys)) if group and max(ys) > min(ys) else 0.0  # A^E per Y
         qbar = math.fsum(np.mean([verdicts[u] for _, u, _ in ps]) if ps else min(tr.reward, 1.0)
                          for ps, tr in zip(pieces, group)) / max(len(group), 1)  # mean over trajectories
@@ -440,7 +445,8 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None)
     info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
     if stats is not None:
         stats.update(info)
-    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd, verdicts, escape, info)
+    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd, verdicts, escape, apart,
+                  info)
 
 
 def _mask(loss_mask: list[int]) -> np.ndarray:

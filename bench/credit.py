@@ -1,9 +1,10 @@
 """Credit accuracy: does an estimator put higher advantage on correct code than on its buggy twin?
 
-    python bench/credit.py                # the full table, seeds 0,1 (about 9 minutes: every trajectory replayed)
+    python bench/credit.py                # the full table, seeds 0,1 (about 10 minutes: every trajectory replayed)
     python bench/credit.py --groups 10 --seeds 0 --only repair          # one scenario, fast and noisy
     python bench/credit.py --extra "a3:ridge=3" --extra "e08:eta=0.8"  # measure more didpo settings
     python bench/credit.py --rewards fraction                           # R = share of hidden tests passed
+    python bench/credit.py --diverge     # stress: a third correct implementation that behaves apart (DIVERGE)
 
 Synthetic tasks: each task's solution has 3 independent functions (regions); each region has a
 correct version and a buggy twin that differs in one token. Public tests check each region once,
@@ -73,10 +74,10 @@ Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; 
     variants WF bin G=8    43%  0.69/0.79  0.69/0.78  0.96/0.98  0.96/0.98  0.95/0.98  0.95/0.98  0.95/0.98
     variants WF bin G=32    2%  0.83/0.86  0.80/0.84  0.98/0.99             0.98/0.99  0.98/0.99  0.98/0.99
     variants WF gra G=8     0%  0.61/0.76  0.64/0.75  0.91/0.96  0.91/0.96  0.93/0.96  0.91/0.95  0.93/0.96
-    variants SR gra G=8     0%  0.68/0.76  0.71/0.74  0.95/0.97  0.95/0.97  0.96/0.97  0.95/0.97  0.96/0.98
+    variants SR gra G=8     0%  0.68/0.76  0.71/0.74  0.95/0.97  0.95/0.97  0.96/0.98  0.95/0.97  0.96/0.98
     skill WF gra G=8        0%  0.75/0.87  0.76/0.85  0.96/0.98  0.96/0.98             0.95/0.98  0.96/0.98
     imbalanced SR bin G=8  39%  0.58/0.72  0.62/0.73  0.97/0.99  0.97/0.99  0.98/0.99  0.99/0.99  0.98/0.99
-    imbalanced SR gra G=8   7%  0.58/0.71  0.60/0.70  0.95/0.97  0.95/0.97  0.98/0.98  0.96/0.98  0.95/0.98
+    imbalanced SR gra G=8   7%  0.58/0.71  0.60/0.70  0.95/0.97  0.95/0.97  0.98/0.99  0.96/0.98  0.95/0.98
     imbalanced SR gra G=32  0%  0.65/0.72  0.87/0.77  1.00/1.00             0.99/1.00  1.00/1.00  1.00/1.00
     repair gra G=8          2%  0.62/0.69  0.69/0.68  0.98/0.98  0.98/0.98             0.97/0.98  0.98/0.98
     rewrite bin G=8         9%  0.59/0.67  0.69/0.68  0.97/0.98  0.97/0.98             0.97/0.98  0.98/0.98
@@ -85,7 +86,7 @@ Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; 
     stdio WF bin G=32       0%  0.82/0.92  0.91/0.92  0.99/1.00             1.00/1.00  1.00/1.00  1.00/1.00
     stdio WF gra G=8        1%  0.63/0.76  0.67/0.75  0.92/0.95  0.90/0.95  0.94/0.96  0.92/0.95  0.94/0.96
     stdio WF gra G=32       0%  0.79/0.84  0.88/0.83  0.99/1.00             1.00/1.00  1.00/1.00  1.00/1.00
-(the full table, every estimator and column, is what the script prints, in about 9 minutes). The goal is met in
+(the full table, every estimator and column, is what the script prints, in about 10 minutes). The goal is met in
 every column: the default reads >= 0.91/0.95 at G = 8 and >= 0.98/0.99 at G = 32 in every messy cell, 1.00/1.00
 on the clean ones. What carries it is behaviour (didpo's module docstring): the replay probes each workspace's
 functions on inputs near their public tests' (protocol.behaviour, one more sandboxed run per turn), and two
@@ -94,6 +95,11 @@ above, exact and oracle too, takes the same pairs). Of the pool's 27 bugs 24 beh
 versions on the probed inputs; the 3 that do not (a guard against None, a tuple's equality) are caught by hidden
 tests the probe cannot guess. The pool's correct implementations agree on every probed input but one: count_char
 with c = '' (the empty string counted), outside what its tests ask, so two correct versions there are apart.
+Where correct code behaves apart too (`--diverge`: each function's third correct implementation refuses an input
+the probe makes and no test asks for), the inputs on which verified versions differ are set aside, and the default
+reads >= 0.83/0.86 at G = 8 and >= 0.91/0.93 at G = 32 but for two graded G = 8 cells, which miss the goal:
+imbalanced SR 0.77/0.84 (oracle 0.97/0.95) and stdio WF 0.80/0.86 (seed 0's 0.80 [0.76, 0.83]); variants WF
+graded G = 8 reads 0.83/0.86 (13 min; bench/results/credit.md has its table).
 Without behaviour (`EnvConfig.probe = False`) the default misses three cells: variants WF graded G = 8 (0.79),
 imbalanced SR graded G = 8 (0.78), stdio WF graded G = 8 (0.75): there the evidence of one group is thin (most
 versions are written once in a group of 8, 17 of the 27 bugs pass their public test) and the rates that would
@@ -331,6 +337,21 @@ HELPER = [
     MESSY[5],
 ]
 MESSY_TASKS = [MESSY[0:3], MESSY[3:6], MESSY[6:9]]
+# --diverge: each function's third correct implementation refuses (raises) an input the probe makes and no test asks
+# for, so it behaves apart from the other two, as correct code that checks its input's domain does: it is correct by
+# the reward, and only the inputs where verified versions differ (didpo.verdict's `outside`) tell it from a bug.
+DIVERGE = {"sum_to": "n < -3", "count_pos": "len(xs) > 4", "last_index": "v > 5",
+           "clip_list": "hi is not None and hi < 0", "first_word": "s.isupper()", "safe_div": "a > 10",
+           "count_char": "len(s) > 8", "running_max": "len(xs) > 4", "is_sorted": "len(xs) > 4"}
+
+
+def diverge() -> None:
+    """Swap in --diverge's third correct implementations (MESSY, MESSY_TASKS and HELPER's third region)."""
+    for i, r in enumerate(MESSY):
+        third = f"    if {DIVERGE[r[0]]}:\n        raise ValueError('outside the task')\n" + r[2][2]
+        MESSY[i] = (r[0], r[1], [r[2][0], r[2][1], third], *r[3:])
+    MESSY_TASKS[:] = [MESSY[0:3], MESSY[3:6], MESSY[6:9]]
+    HELPER[2] = MESSY[5]
 # scenario -> what a trajectory does (see plan()); the helper scenario uses the HELPER task only
 SCENARIOS = ("variants WF", "variants SR", "skill WF", "imbalanced SR", "repair", "rewrite", "helper WF", "stdio WF")
 # scenario -> each function's rate of correct versions, where they are independent (the oracle's ρ_f)
@@ -712,7 +733,11 @@ def main() -> None:
     ap.add_argument("--rewards", type=str, default="binary,graded", help=f"comma-separated, of {', '.join(REWARDS)}")
     ap.add_argument("--extra", action="append", default=[], metavar="NAME:FIELD=V,...",
                     help="one more didpo estimator to measure, e.g. 'a=3:baseline=ridge,ridge=3'")
+    ap.add_argument("--diverge", action="store_true",
+                    help="a stress pool: each function's third correct implementation behaves apart (DIVERGE)")
     args = ap.parse_args()
+    if args.diverge:
+        diverge()
     for spec in args.extra:
         name, _, fields = spec.partition(":")
         types = {f.name: type(f.default) for f in dataclasses.fields(didpo.AdvConfig)}

@@ -94,3 +94,21 @@ def test_the_solvers_read_a_caught_clause_by_hand():
     w = {"f ok": .25 * .5, "g ok": .25 * .75, "none": .25 * (1 - .25 * .5)}
     assert abs(q[a] - w["f ok"] / sum(w.values())) < 1e-9 and abs(q[b] - w["g ok"] / sum(w.values())) < 1e-9
     assert abs(q[c] - 8 / 9) < 1e-9
+
+
+def test_every_solver_reads_versions_that_behave_apart_by_hand():
+    """Two free versions of f in no clause, apart (both correct weighs A = didpo.APART): exact and oracle (ρ = 1/2)
+    enumerate (ok, ok) A/4, (ok, bug) 1/4, (bug, ok) 1/4, (bug, bug) 1/4, so q = (1 + A)/(3 + A); mean field's fixed
+    point q = (1 − (1 − A)q)/(2 − (1 − A)q) is the root of (1 − A)q² − (3 − A)q + 1. Apart from a verified version,
+    the odds are A: q = A/(1 + A)."""
+    bench_credit = _bench_credit()
+    A = bench_credit.didpo.APART
+    u, w, v = ("f", ("u",)), ("f", ("w",)), ("f", ("v",))
+    apart = {u: [w], w: [u]}
+    root = ((3 - A) - ((3 - A) ** 2 - 4 * (1 - A)) ** 0.5) / (2 * (1 - A))
+    solvers = [bench_credit.exact, bench_credit.oracle({"f": (0.5, 0.5)}), bench_credit.MEAN_FIELD]
+    for solve, want in zip(solvers, [(1 + A) / (3 + A), (1 + A) / (3 + A), root]):
+        q = solve([], {}, frozenset(), apart=apart)[0]
+        assert abs(q[u] - want) < 1e-6 and abs(q[w] - want) < 1e-6, solve
+        q = solve([], {v: 1.0}, frozenset(), apart={u: [v]})[0]
+        assert abs(q[u] - A / (1 + A)) < 1e-6, solve

@@ -220,7 +220,7 @@ def test_verdict_posterior_by_hand(tiny_tokenizer):
     group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1)
              for f, g in [(F_OK, G_OK), (f_ok2, G_BAD), (F_BAD, g_bad2)]]
     assert [tr.reward for tr in group] == [1.0, 0.0, 0.0]
-    pieces, q, escape = didpo.verdict(group)
+    pieces, q, escape = didpo.verdict(group)[:3]
     q = {lines[1]: v for (f, lines), v in q.items()}
     assert q["s = a+b"] == q["y = x*3"] == 1.0 and q["s = a-b"] == 0.0   # verified; fails its public test
     assert q["y = x*5"] == didpo.PRIOR                                    # trajectory 2's loss is F_BAD's
@@ -583,7 +583,7 @@ def test_a_failed_program_test_convicts_what_was_not_seen_passing_it(tiny_tokeni
              for a, b in [(a1, b1), (a1, b2), ("x + 1", "y * 2")]]
     assert [tr.reward for tr in group] == [0.0, 0.0, 1.0]
     assert [list(tr.turns[0].public.values()) for tr in group] == [[True], [False], [True]]
-    _, q, escape = didpo.verdict(group)
+    _, q, escape = didpo.verdict(group)[:3]
     q = {u[1][-1].removeprefix("return "): v for u, v in q.items() if u[0]}
     assert q[b2] < 1e-6 and q["x + 1"] == q["y * 2"] == 1.0
     qa, qb = 0.5, 0.5
@@ -670,7 +670,7 @@ def test_a_docstring_does_not_make_another_version(tiny_tokenizer):
     three = F_OK.replace(":\n", ":\n    r\'\'\'The sum\n\n    of a and b.\'\'\'  # doc\n", 1)
     group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in [(one, G_OK), (three, G_BAD)]]
     assert [tr.reward for tr in group] == [1.0, 0.0]
-    pieces, q, _ = didpo.verdict(group)
+    pieces, q = didpo.verdict(group)[:2]
     assert pieces[0][0][1] == pieces[1][0][1] == ("f", ("def f(a, b):", "s = a+b", "return s"))
     assert q[pieces[1][0][1]] == 1.0 and q[pieces[1][1][1]] < 0.01  # the loser's g is the bug
     kept = ["def f(a,", "b):", "'x'.join(a)", "return a", "def g():", '"""open', "return 1"]
@@ -783,7 +783,31 @@ def test_versions_that_behave_apart_are_not_both_correct(tiny_tokenizer):
         group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1, probe=probe) for f, g in plan]
         assert [tr.reward for tr in group] == [0.0] * 3 and all(all(tr.turns[0].public.values()) for tr in group)
         assert all(set(tr.turns[0].behaviour or {}) == ({"f", "g"} if probe else set()) for tr in group)
-        pieces, q[probe], _ = didpo.verdict(group)
+        pieces, q[probe] = didpo.verdict(group)[:2]
         f, g = (u for _, u, _ in pieces[1])
     assert abs(q[False][f] - q[False][g]) < 0.01, q[False]
     assert q[True][f] < q[True][g] - 0.1, q[True]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())  # the last group: no probe, no pairs
+    assert cr.apart == {} and "apart" not in explain.verdict_line(cr.verdicts, cr.escape, cr.apart)
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in plan]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    assert explain.verdict_line(cr.verdicts, cr.escape, cr.apart).endswith(
+        "; apart (they behave differently near f's tests, so not both correct): f v1 / v2, f v2 / v3, g v1 / v2")
+
+
+def test_inputs_where_verified_versions_differ_are_outside_the_task(tiny_tokenizer):
+    """Two winners: f, and f_dom, which refuses a > 3 (no test asks for it); they differ on the probe's (4, 3) and
+    (10, 3), so those inputs are outside the task. The loser's f_dom2 (another implementation that refuses a > 3)
+    differs from f only there, so it is not apart from it; the loser's g', apart from the winners' g, is the bug."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert f(3, 3) == 6 and g(9) == 27")])
+    f_dom = "def f(a, b):\n    if a > 3:\n        raise ValueError(a)\n    return a+b\n"
+    f_dom2 = "def f(a, b):\n    assert a <= 3\n    s = b+a\n    return s\n"
+    g_esc = "def g(x):\n    y = x*3 if x < 5 else x\n    return y\n"
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1)
+             for f, g in [(F_OK, G_OK), (f_dom, G_OK), (f_dom2, g_esc)]]
+    assert [tr.reward for tr in group] == [1.0, 1.0, 0.0]
+    pieces, q = didpo.verdict(group)[:2]
+    f, g = (u for _, u, _ in pieces[2])
+    assert q[f] > q[g] + 0.3, (q[f], q[g])

@@ -58,18 +58,24 @@ def _segments(turn, values, owner):
     return out
 
 
-def verdict_line(verdicts: dict, escape: dict | None = None) -> str:
-    """A^V's posteriors: q = P(correct) of each function version the group wrote (numbered per function), and
-    π̂_f, how often the group's bugs of f pass f's public tests (what a pass is worth)."""
+def verdict_line(verdicts: dict, escape: dict | None = None, apart: dict | None = None) -> str:
+    """A^V's posteriors: q = P(correct) of each function version the group wrote (numbered per function), π̂_f, how
+    often the group's bugs of f pass f's public tests (what a pass is worth), and the pairs of versions that behave
+    apart near f's tests (not both correct)."""
     seen: dict[str, int] = {}
-    terms = []
-    for (f, _), q in verdicts.items():
-        seen[f] = seen.get(f, 0) + 1
-        terms.append(f"{f or '(top level)'} v{seen[f]} {q:.2f}")
+    terms, name = [], {}
+    for u, q in verdicts.items():
+        seen[u[0]] = seen.get(u[0], 0) + 1
+        name[u] = f"{u[0] or '(top level)'} v{seen[u[0]]}"
+        terms.append(f"{name[u]} {q:.2f}")
     rates = ", ".join(f"{f or '(top level)'} {p:.2f}" for f, p in sorted((escape or {}).items()))
+    pairs = sorted({tuple(sorted((name[u], name[w]))) for u, ws in (apart or {}).items() for w in ws
+                    if u in name and w in name})
     return ("A^V (P(correct) of each function version, from the rewards and public tests; s·(q − q̄) − A^E on "
             "the lines a turn wrote in it, q̄ the mean of each trajectory's mean q): " + ", ".join(terms)
-            + (f"; π̂ (a bug of f passes f's public tests): {rates}" if rates else ""))
+            + (f"; π̂ (a bug of f passes f's public tests): {rates}" if rates else "")
+            + ("; apart (they behave differently near f's tests, so not both correct): "
+               + ", ".join(f"{a} / {b.rsplit(' ', 1)[1]}" for a, b in pairs) if pairs else ""))
 
 
 def render_terminal(group: list[Trajectory], credit, console=None) -> None:
@@ -117,7 +123,7 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
                   "A^D: the value the baseline gave (ridge: β_g, the anchor's own coefficient given the others)")
     if credit.verdicts:
-        console.print(verdict_line(credit.verdicts, credit.escape))
+        console.print(verdict_line(credit.verdicts, credit.escape, credit.apart))
     console.print(f"colour scale: ±{scale:.3f} (green positive, red negative); stats: {credit.stats}")
 
 
@@ -167,7 +173,7 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
                    f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
                    f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
                    f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
-    line = verdict_line(credit.verdicts, credit.escape) if credit.verdicts else ""
+    line = verdict_line(credit.verdicts, credit.escape, credit.apart) if credit.verdicts else ""
     out.append("</table>" + (f"<p>{html.escape(line)}</p>" if line else "") + "</body></html>")
     return "".join(out)
 
