@@ -765,19 +765,26 @@ def test_every_estimator_survives_whatever_a_model_writes(tiny_tokenizer):
     assert judged >= 30
 
 
+G_ESC = "def g(x):\n    y = x*3 if x < 5 else x\n    return y\n"  # passes g(2) == 6, fails g(9) == 27
+
+
+def probed_task() -> tasks.Task:
+    """f and g, each with a public test that seeds the probe, and a hidden test that escaped bugs fail."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    return tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert f(3, 3) == 6 and g(9) == 27")])
+
+
 def test_versions_that_behave_apart_are_not_both_correct(tiny_tokenizer):
     """Three losers, every public test passed: f' and g' are bugs that escape it, each seen once. Without behaviour
-    the clauses {f, g'}, {f', g}, {f2, g'} leave f' and g within 0.01 (π̂_f and π̂_g differ a little).
- The probe (Turn.behaviour) says f' differs from f and
-    from f2 (another implementation that behaves as f) and g from g': f' is in two pairs that cannot both be right,
-    g in one, against g' whom two losses blame, so the loser of the middle trajectory is f', not its g."""
-    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
-    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
-                      hidden_tests=public + [tasks.Test("assert", "assert f(3, 3) == 6 and g(9) == 27")])
+    the clauses {f, g'}, {f', g}, {f2, g'} leave f' and g within 0.01 (π̂_f and π̂_g differ a little). The probe
+    (Turn.behaviour) says f' differs from f and from f2 (another implementation that behaves as f) and g from g':
+    f' is in two pairs that cannot both be right, g in one, against g' whom two losses blame, so the loser of the
+    middle trajectory is f', not its g. tools/explain names the pairs."""
+    task = probed_task()
     f2 = "def f(a, b):\n    t = b\n    t += a\n    return t\n"
     f_esc = "def f(a, b):\n    s = a+b if a < 3 else a*b\n    return s\n"
-    g_esc = "def g(x):\n    y = x*3 if x < 5 else x\n    return y\n"
-    plan = [(F_OK, g_esc), (f_esc, G_OK), (f2, g_esc)]
+    plan = [(F_OK, G_ESC), (f_esc, G_OK), (f2, G_ESC)]
     q = {}
     for probe in (True, False):
         group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1, probe=probe) for f, g in plan]
@@ -799,14 +806,10 @@ def test_inputs_where_verified_versions_differ_are_outside_the_task(tiny_tokeniz
     """Two winners: f, and f_dom, which refuses a > 3 (no test asks for it); they differ on the probe's (4, 3) and
     (10, 3), so those inputs are outside the task. The loser's f_dom2 (another implementation that refuses a > 3)
     differs from f only there, so it is not apart from it; the loser's g', apart from the winners' g, is the bug."""
-    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
-    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
-                      hidden_tests=public + [tasks.Test("assert", "assert f(3, 3) == 6 and g(9) == 27")])
     f_dom = "def f(a, b):\n    if a > 3:\n        raise ValueError(a)\n    return a+b\n"
     f_dom2 = "def f(a, b):\n    assert a <= 3\n    s = b+a\n    return s\n"
-    g_esc = "def g(x):\n    y = x*3 if x < 5 else x\n    return y\n"
-    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1)
-             for f, g in [(F_OK, G_OK), (f_dom, G_OK), (f_dom2, g_esc)]]
+    group = [rollout.replay(probed_task(), [whole(f, g)], tiny_tokenizer, max_turns=1)
+             for f, g in [(F_OK, G_OK), (f_dom, G_OK), (f_dom2, G_ESC)]]
     assert [tr.reward for tr in group] == [1.0, 1.0, 0.0]
     pieces, q = didpo.verdict(group)[:2]
     f, g = (u for _, u, _ in pieces[2])
