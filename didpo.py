@@ -38,10 +38,11 @@ r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
               def/class: imports, the entry call) in every final workspace of the group leaves every clause.
               Behaviour (Turn.behaviour, protocol.behaviour): two versions of f that call no other function of the
               workspace and give different outputs on an input both were probed with are apart, and both correct
-              has weight APART = 0.2 (implementations of one task agree on valid inputs; a probed input may not be
-              valid). π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b) (b = ESCAPE = 3) with B_f,
-              F_f the escaped and caught bugs expected among f's versions with a public result. Mean field over the
-              three states, iterated: log P(correct) += Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) + Σ_{w apart
+              has weight APART = 0.2 (implementations of one task agree on valid inputs; a probed input may not
+              be valid: one where two verified versions of f differ is outside the task and not compared).
+              π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b) (b = ESCAPE = 3) with B_f, F_f the
+              escaped and caught bugs expected among f's versions with a public result. Mean field over the three
+              states, iterated: log P(correct) += Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) + Σ_{w apart
               from u} log(1 − (1 − APART)·q_w), and log P(correct or escaped) += Σ_{caught c ∋ u} log(1 −
               Π_{w∈c, w≠u} (1 − k_w)); q_w = P(correct), k_w = P(caught).
               A^V_{i,t,u} = s·(q_u − q̄) − A^E_i: the version's posterior against q̄ = mean_j (the mean q of the
