@@ -271,8 +271,8 @@ def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple
             whole = (broke := program and not all(turn.public.values())) or t + 1 == len(tr.turns)  # broke: it failed
             version = {f: _version(body, f) for f in (body if whole else wrote)}  # what it wrote; all S_t for a clause
             for f, io in (turn.behaviour or {}).items():  # a version's behaviour, where it calls no other function
-                if (u := version.get(f)) and not callees(body, f) and acts.get(u, io) is not None:
-                    acts[u] = None if differ(acts.get(u, io), io) else acts.get(u, {}) | io  # None: S_t changes it
+                if (u := version.get(f)) and not callees(body, f) and (had := acts.get(u, io)) is not None:
+                    acts[u] = None if differ(had, io) else had | io  # None: it acts differently in another S_t
             for f, rs in wrote.items():
                 pieces[i].append((t, version[f], rs))
                 if index and index.get(f):  # tests that name f judge it; a failure a callee may share is a clause
