@@ -75,7 +75,8 @@ def zygote(mountns: bool) -> None:
             mountns = False
     _Z.update(isolate=True, applied=applied, fallbacks=fallbacks, mountns=mountns,
               reachable=jc.reachable_by_others(), own_pidns=os.open("/proc/self/ns/pid", os.O_RDONLY),
-              readable=jc.readable_paths())
+              roots=jc.read_roots(), reads={})
+    _Z["carved"] = jc.readable_paths(_Z["roots"])
     # Everything a case needs, imported once here and inherited by every fork.
     import atexit  # noqa: E401, F401
     import bisect  # noqa: E401, F401
@@ -89,15 +90,17 @@ def zygote(mountns: bool) -> None:
     while True:
         cfg = _next_job()
         _Z["job"], _Z["stopped"] = cfg["id"], False
-        if mountns:  # one Landlock ruleset per job, enforced by each case child
-            _Z["ruleset"] = jc.landlock_ruleset([cfg["scratch"], "/dev/shm"], _Z["readable"])
+        if mountns:  # Landlock: the reads layer once per temp dir, the job's layer per job (confine.py)
+            parent = os.path.dirname(cfg["scratch"].rstrip("/"))
+            _Z["rulesets"] = jc.landlock_layers(cfg["scratch"], _Z["roots"], _Z["carved"], _Z["reads"].get(parent))
+            _Z["reads"][parent] = _Z["rulesets"][0]
         try:
             _serve(cfg, lambda rec: _emit(1, rec))
         except Exception as e:
             _emit(1, {"t": "fatal", "msg": f"{type(e).__name__}: {e}"})
         finally:
-            if _Z.get("ruleset", (-1,))[0] >= 0:
-                os.close(_Z.pop("ruleset")[0])
+            if _Z.get("rulesets") and _Z["rulesets"][1][0] >= 0:
+                os.close(_Z.pop("rulesets")[1][0])
         _emit(1, {"t": "done", "id": cfg["id"]})
 
 
@@ -261,12 +264,17 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
             os.dup2(fin, 0)
             for fd, (_, w) in zip((1, 2, 3), pipes):
                 os.dup2(w, fd)
-            rs = _Z.get("ruleset", (-1, ""))
-            if rs[0] >= 0:  # the job's Landlock ruleset, kept on fd 4 until the child enforces it
-                if rs[0] != 4:
-                    os.dup2(rs[0], 4, inheritable=False)
-                _Z["ruleset"] = (4, rs[1])
-            os.closerange(5 if rs[0] >= 0 else 4, 1 << 16)  # the host channel and everything else of the server
+            import fcntl
+
+            # The job's Landlock rulesets, moved to fds 4, 5 (by way of fds >= 100, so that none
+            # overwrites another) and kept there until the child enforces them.
+            keep = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) if fd >= 0 else -1, what)
+                    for fd, what in _Z.get("rulesets", [])]
+            for k, (fd, _) in enumerate(keep):
+                if fd >= 0:
+                    os.dup2(fd, 4 + k, inheritable=False)
+            _Z["rulesets"] = [(4 + k if fd >= 0 else -1, what) for k, (fd, what) in enumerate(keep)]
+            os.closerange(4 + len(keep), 1 << 16)  # the host channel and everything else of the server
             target()
         except BaseException as e:
             os.write(2, f"sandbox: cannot run the program: {type(e).__name__}: {e}\n".encode())
