@@ -1,93 +1,49 @@
-"""Advantage estimators (GRPO, GiGPO, DiDPO) and the PPO-clip policy loss; pure functions of records and tensors.
+"""DiDPO (Diff-in-Diff Policy Optimization), its baselines GRPO and GiGPO, and the PPO-clip loss.
 
     python bench/credit.py          # which estimator puts credit on the right tokens
     python bench/advantage.py       # how long it takes
 
-For one task group τ_1..τ_G (trajectory i has turns t = 1..T_i, step rewards
-r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward):
+The paper's estimator (AdvConfig.paper(), `train.py --paper`). One task group τ_1..τ_G; trajectory i has
+turns t = 1..T_i, step rewards r_{i,t} = Turn.reward and final reward R_i = Trajectory.reward:
 
-    G_{i,t} = Σ_{k≥t} γ^{k-t} r_{i,k}, with R_i added to the last turn's r          step returns
-    A^E_i   = Y_i − mean_j Y_j   (mean_std_norm: ÷ std_j Y_j)                        episode advantage (GRPO)
-              Y_i = R_i + Σ_t r_{i,t} (episode_return="total", the default; it is R_i when there are no
-              step rewards, and keeps invalid-action penalties in GRPO) or Y_i = R_i ("final")
-    A^D_m   for a member m = (i, t) of an anchor g (diffs.find_anchors: shared sub-diffs, disjoint inside a turn):
-              baseline="ridge" (default):  A^D_g = β_g of the ridge regression of the episode on the anchors
-                  β = argmin_β Σ_i (y_i − b − Σ_g β_g·x_{i,g})² + α·Σ_g β_g²,   y_i = G_{i,1}, b unpenalized,
-                  x_{i,g} = 1 iff trajectory i wrote g (a kept member) and, with survive=True, every line that
-                  member added is still in i's final workspace (a bug fixed in a later turn is not held).
-                  Solved in the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c on column-centered X, y (G × G, any K).
-                  Why: y_i depends on every piece i holds. The contrast below credits a piece with the pieces
-                  its writers happened to hold too (a correct version written only by losers scores like a bug);
-                  the regression holds the other anchors fixed. β_g = 0 when every trajectory (or none) holds g.
-              baseline="contrast":  A^D_g = mean_{i∈I_g} G_{i,1} − mean_{j∉I_g} G_{j,1}
-                  I_g = the trajectories that wrote g; the single-anchor difference in differences (it is β_g
-                  of the regression above with g's indicator alone and α → 0). 0 when g is in every
-                  trajectory. Its own value is not subtracted away (DESIGN §3 pitfall b).
-              baseline="group_mean" (the reference estimator):  A^D_m = G_{i,t} − mean_{m'∈g} G_{m'}
-              mean_std_norm divides by the std of the same returns (contrast, ridge: over the task group).
-    A^V     verdict=True (default): credit of a function version by the posterior that it is correct.
-              A version u = (f, the normalized lines of f, docstrings dropped) of a top-level def/class f ("" outside
-              any) in the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. Each version
-              is correct (prior 1/2), an escaped bug ((1/2)·π_f) or a caught bug ((1/2)(1 − π_f)), π_f how often
-              f's bugs get past f's public tests. Evidence (Turn.public after each turn, R):
-              u fails f's public tests (those whose code names f) ⇒ u is caught, or a clause {u, f's callees}
-              where they fail their own tests too; u passes them ⇒ u is not caught; no test names a function of
-              the workspace ⇒ they judge the program: a pass for each version, a failure ⇒ a caught clause (one
-              of its versions is caught); R_i ≥ 1 ⇒ every version in i's final workspace is correct; R_i < 1 ⇒
-              a clause: one of them is a bug (explained if one is a known bug). Glue (the "" version beside a
-              def/class: imports, the entry call) in every final workspace of the group leaves every clause.
-              Behaviour (Turn.behaviour, protocol.behaviour): two versions of f that call no other function of the
-              workspace and give different outputs on an input both were probed with are apart, and both correct
-              has weight APART = 0.2 (implementations of one task agree on valid inputs; a probed input may not
-              be valid: one where two verified versions of f differ is outside the task and not compared).
-              π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b) (b = ESCAPE = 3) with B_f, F_f the
-              escaped and caught bugs expected among f's versions with a public result. Mean field over the three
-              states, iterated: log P(correct) += Σ_{clauses c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) + Σ_{w apart
-              from u} log(1 − (1 − APART)·q_w), and log P(correct or escaped) += Σ_{caught c ∋ u} log(1 −
-              Π_{w∈c, w≠u} (1 − k_w)); q_w = P(correct), k_w = P(caught).
-              A^V_{i,t,u} = s·(q_u − q̄) − A^E_i: the version's posterior against q̄ = mean_j (the mean q of the
-              pieces j wrote, or R_j if none), in s = one unit of Y in A^E's units (1 under mean_norm; 0 where
-              every Y_j is equal). A^D, centered over each piece's tokens, only redistributes credit inside it,
-              except where some 0 < R_i < 1 (partial credit): R's size, read only by the ridge, keeps its mean.
-              Why: most versions are written once in a group of 8 and form no anchor, and an anchor's value
-              mixes in its writers' other pieces; the clauses exonerate a loser's correct version that a winner
-              wrote too, or whose other versions are known bugs, and convict the one left to blame. π_f: a pass
-              means more where f's bugs are seen to fail. Apart: a bug that escapes f's test is often seen
-              once, and differs from the correct versions near it (at G = 8 +0.12-0.17 accuracy in the three
-              cells where the rates alone fell short, bench/credit.py). Glue in every clause would be the one
-              cause of every loss and exonerate the bugs beside it (a function all got wrong is still blamed). s, not
-              the spread of A^E: AUC +.01-.05 (bench/credit.py). q̄ by trajectory: equal R, equal credit where q
-              agrees with R.
-    Â_{i,k} = A^E_i + λ·(A^D_{m(k)} + A^V_{i,t,u}) for response token k of turn t: A^D of the anchor member
-              m(k) whose char ranges hold k (0 if none), A^V where turn t wrote k's line in version u (0 elsewhere);
-              0 wherever loss_mask is 0.
+    G_{i,t} = Σ_{k≥t} γ^{k−t} r_{i,k}, with R_i added to the last turn's r       step returns
+    Y_i     = R_i + Σ_t r_{i,t}  (episode_return="total"; "final": R_i)
+    A^E_i   = Y_i − mean_j Y_j   (÷ std_j Y_j under mean_std_norm)              episode advantage (GRPO)
+    anchors = diffs.find_anchors(group): each turn's diff cut into sub-diffs (hunk > block > line),
+              clustered across the group (same text, then near-duplicates at similarity ≥ η),
+              ranked by GS = φ(L̄)·ψ(n), picked greedily, at most one per changed line
+    A^D_m   = G_{i,t} − mean_{m'∈g} G_{m'}    for member m = (i, t) of anchor g  diff-level advantage
+    Â_{i,k} = A^E_i + λ·A^D_{m(k)}            for response token k inside member m(k)'s chars (A^D 0 outside);
+              0 wherever loss_mask is 0
 
-Char ranges become token ranges through Turn.offsets, each sampled token's exact char range (credit.token_offsets);
-credit.project gives a token the A^D of the member whose ranges it intersects (best-ranked first, one per token).
+Departures from the paper, each a flag (AdvConfig.paper() turns every one off):
+  1. baseline="ridge" (paper: "group_mean"). A^D_g = β_g, the ridge regression of G_{i,1} on which anchors
+     i holds (`ridge_values`). The paper's mean subtracts the writers' own return: a correct sub-diff in
+     a losing trajectory scores below its bug (DESIGN.md §3 pitfall b). "contrast": β_g with g alone.
+  2. survive=True: under ridge, i holds g only if every line its member added is in i's final workspace.
+  3. verdict=True: A^V, each function version's posterior of being correct (verdict.py; its switch also
+     runs the behaviour probe). Messy-group accuracy 0.58 → 0.91-1.00 (bench/credit.py).
+  4. eta=1.0 (paper: 0.8): no near-duplicate merging. At 0.8 a lone bug joins its correct twin's
+     cluster: −0.05 to −0.15 accuracy at G = 8 (pitfall a).
+  5. lift_contrast=True: an anchor that every trajectory holds ranks below every anchor with contrast.
+  6. hunk_exclusion=True: a hunk whose statement blocks form groups is no anchor; its blocks are.
+  7. docstring_blind=True: sub-diff texts drop docstrings, which a model words its own way
+     (−verdict variants WF binary G = 8: 0.58 with them, 0.69 without).
+  8. line_scope=True: a line unit is keyed by its top-level statement, never pooled across functions.
 
-gigpo: step groups = turns (i, t) that start from the identical workspace S_{i,t-1};
-A^S_{i,t} = G_{i,t} − mean over its step group (same norm); every token of the turn gets A^E + λ·A^S.
-grpo:  A^E only.
+GiGPO: step groups = turns that start from the identical workspace; A^S_{i,t} = G_{i,t} − mean over its
+step group; every token of the turn gets A^E + λ·A^S. GRPO: A^E only. Degenerate groups (one trajectory,
+equal returns, no diffs, no anchors) give finite zeros.
 
-Degenerate groups are finite zeros: one trajectory, identical returns, no diffs, no anchors. `ridge` with the
-verdict is the default: it assigns credit best in bench/credit.py (whose docstring has the measured comparison).
-
-policy_loss, per response token with ratio ρ = exp(logp − old_logp):
-    ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
-    ℓ = min(ℓ, −c·Â) where Â < 0                             dual clip (optional)
-      + β·(e^d − d − 1), d = ref_logp − logp                 k3 KL to a frozen reference (optional)
-      − α·entropy                                            entropy bonus (optional)
-aggregated as token-mean: Σ mask·ℓ / (response tokens of the GLOBAL batch, passed by the caller,
-so micro-batches and ranks add up to the unsplit loss), or seq-mean-token-mean.
+policy_loss: PPO-clip with clip-higher, dual clip, k3 KL and an entropy bonus (its docstring).
 """
 
 from __future__ import annotations
 
-import functools
 import gc
 import math
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -96,8 +52,7 @@ import torch
 
 import credit as credit_mod
 import diffs
-from protocol.behaviour import differ
-from protocol.functions import callees, code_of, passes, tests_naming, written_functions
+import verdict
 
 if TYPE_CHECKING:
     from env import Trajectory
@@ -118,8 +73,7 @@ class AdvConfig:
     gamma: float = 0.95              # discount of step returns G_{i,t}
     lam: float = 1.0                 # Â = A^E + λ·A^D (didpo) or A^E + λ·A^S (gigpo)
     # anchors (diffs.find_anchors)
-    eta: float = 1.0                 # similarity for attaching stragglers; 1 = off (measured: η = 0.8 joins
-                                     # a lone bug to the correct cluster and loses 0.05-0.15 accuracy at G = 8)
+    eta: float = diffs.ETA           # similarity for attaching stragglers; 1 = off (departure 4)
     s0: float = 8.0                  # size scale of φ(L)
     g0: float = 8.0                  # group-size scale of ψ(n)
     K: int = 64                      # at most this many anchors per task group
@@ -129,7 +83,10 @@ class AdvConfig:
     context: int = 3                 # unified-diff context lines (decides what is one hunk)
     line_scope: bool = True          # a line unit is keyed by its top-level statement too (never pools across blocks)
     survive: bool = True             # ridge: a trajectory holds an anchor only if its member survives to the end
-    verdict: bool = True             # didpo: A^V, each function version's posterior of being correct (Turn.public, R)
+    lift_contrast: bool = True       # anchors with contrast rank above every anchor that all trajectories hold
+    hunk_exclusion: bool = True      # a hunk whose blocks form groups is not an anchor
+    docstring_blind: bool = True     # sub-diff texts drop docstrings
+    verdict: bool = True             # didpo: A^V, each function version's posterior of being correct (verdict.py)
     eps: float = 1e-6                # added to std in mean_std_norm
 
     def __post_init__(self):
@@ -144,15 +101,22 @@ class AdvConfig:
         if self.s0 <= 0 or self.g0 <= 0 or self.K < 1 or self.min_group < 2 or self.context < 0:
             raise ValueError("AdvConfig needs s0 > 0, g0 > 0, K >= 1, min_group >= 2, context >= 0")
 
+    @classmethod
+    def paper(cls, **overrides) -> AdvConfig:
+        """The paper's DiDPO: group_mean baseline, η = 0.8, none of the departures (module docstring)."""
+        off = dict(baseline="group_mean", eta=0.8, survive=False, verdict=False, lift_contrast=False,
+                   hunk_exclusion=False, docstring_blind=False, line_scope=False)
+        return cls(**{**off, **overrides})
+
 
 @dataclass
 class Credit:
     """Everything compute_advantages computed for one group (tests, explain and diagnostics read it)."""
-    token_adv: list[torch.Tensor]            # Â per token, one [T] float tensor per trajectory
     episode: list[float]                     # A^E_i
     returns: list[list[float]]               # G_{i,t}
-    diff: list[np.ndarray]                   # per token, A^D (didpo) or A^S (gigpo) before λ
+    diff: list[np.ndarray]                   # per token, A^D (+ A^V) for didpo, A^S for gigpo, before λ
     owner: list[np.ndarray]                  # per token, the anchor id whose member covers it (-1 none)
+    token_adv: list[torch.Tensor] = field(default_factory=list)  # Â per token, one [T] tensor per trajectory
     anchors: list[diffs.Anchor] = field(default_factory=list)
     anchor_values: dict[int, list[float]] = field(default_factory=dict)  # anchor id -> A^D of its kept members
     holders: dict[int, list[int]] = field(default_factory=dict)  # anchor id -> trajectories i with x_{i,g} = 1
@@ -208,31 +172,11 @@ def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> f
     return a - b
 
 
-def _norm_lines(text: str, memo: dict[str, list[str]]) -> list[str]:
-    out = memo.get(text)
-    if out is None:  # S_t recurs (after of turn t, before of t+1, final): normalize each version once
-        out = memo[text] = [diffs.normalize_line(x) for x in diffs.lines_of(text)]
-    return out
-
-
-def _survives(m: diffs.SubDiff, turn, final: dict[str, set[str]], memo: dict[str, list[str]]) -> bool:
-    """Every line the member added is still in the final workspace (a later turn did not replace it)."""
-    for path, sign, no in m.units:
-        if sign == "+":
-            lines = _norm_lines(turn.files_after.get(path, ""), memo)
-            if no < len(lines) and lines[no] not in final.get(path, ()):
-                return False
-    return True
-
-
 def ridge_values(values: list[float], holders: list[set[int]], alpha: float, norm: str = "mean_norm",
                  eps: float = 1e-6) -> np.ndarray:
-    """β of the ridge regression y_i ≈ b + Σ_g β_g·x_{i,g} (b unpenalized), x_{i,g} = 1 iff i ∈ holders[g].
-
-    Solved in the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c with X_c, y_c centered over the group: a G × G
-    system whatever the number of anchors. An anchor that every trajectory (or none) holds has a zero
-    centered column, so β = 0 there, like the contrast. mean_std_norm divides y by its std first.
-    """
+    """β = argmin Σ_i (y_i − b − Σ_g β_g·x_{i,g})² + α·Σ_g β_g², b unpenalized, x_{i,g} = 1 iff i ∈ holders[g].
+    In the dual, β = X_cᵀ (X_c X_cᵀ + α I)⁻¹ y_c (X, y centered): G × G whatever the number of anchors. β_g = 0
+    where every trajectory (or none) holds g, like the contrast. mean_std_norm divides y by its std first."""
     y = np.asarray(values, dtype=np.float64)                                   # [G]
     beta = np.zeros(len(holders))
     if len(y) < 2 or not holders or y.max() == y.min():
@@ -248,111 +192,6 @@ def ridge_values(values: list[float], holders: list[set[int]], alpha: float, nor
     return Xc.T @ w                                                            # [K]
 
 
-PRIOR = 0.5   # P(a function version is correct) before any evidence
-ESCAPE = 3.0  # b of π_f ~ Beta(b, b), how often a bug of f passes f's public tests (module docstring)
-APART = 0.2   # P(two versions of f both correct | they behave differently somewhere near its tests)
-
-
-class Caught(frozenset):
-    """A clause whose evidence is a failed test: some version in it is a bug that the test catches."""
-
-
-def verdict(group: list[Trajectory], solve=None) -> tuple[list[list], dict[tuple, float], dict[str, float], dict]:
-    """(per trajectory the pieces (turn, version, char ranges) its turns wrote, version -> q, function -> π̂_f,
-    version -> the versions it behaves apart from); module docstring. solve(clauses, known, passed, apart=...) ->
-    (q of the free versions, π̂): mean_field, or another solver."""
-    pieces: list[list] = [[] for _ in group]
-    bugs, good, clauses, passed, finals, acts = set(), set(), [], set(), [], {}
-    for i, tr in enumerate(group):
-        for t, turn in enumerate(tr.turns):
-            wrote, body = written_functions(turn)
-            index = tests_naming(turn.public) if turn.public else None
-            program = index is not None and not any(index.get(f) for f in body if f)  # the tests judge the program
-            whole = (broke := program and not all(turn.public.values())) or t + 1 == len(tr.turns)  # broke: it failed
-            version = {f: _version(body, f) for f in (body if whole else wrote)}  # what it wrote; all S_t for a clause
-            for f, io in (turn.behaviour or {}).items():  # a version's behaviour, where it calls no other function
-                if (u := version.get(f)) and not callees(body, f) and (had := acts.get(u, io)) is not None:
-                    acts[u] = None if differ(had, io) else had | io  # None: it acts differently in another S_t
-            for f, rs in wrote.items():
-                pieces[i].append((t, version[f], rs))
-                if index and index.get(f):  # tests that name f judge it; a failure a callee may share is a clause
-                    if (ok := passes(turn.public, f, calls := functools.partial(callees, body, f), index)) is None:
-                        clauses.append({version[f]} | {version.get(g) or _version(body, g) for g in calls()})
-                    else:
-                        (passed if ok else bugs).add(version[f])
-            if broke:  # some version of S_t is a bug (that one, if it is alone there)
-                (bugs.update if len(body) == 1 else clauses.append)(Caught(version.values()))
-            elif program:  # a pass for each version it wrote
-                passed.update(version[f] for f in wrote)
-        if tr.turns:
-            finals.append(set(version.values()))
-            (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
-    shared = {u for u in set.intersection(*finals) if not u[0]} if finals and min(map(len, finals)) > 1 else set()
-    known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
-    passed -= known.keys()
-    live = [type(c)(c - shared) for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]
-    by_f = defaultdict(list)
-    for u, io in acts.items():
-        if io:
-            by_f[u[0]].append((u, io))
-    outside = {f: {k for u, io in us if u in good for w, jo in us if w in good for k, v in io.items()
-                   if jo.get(k, v) != v} for f, us in by_f.items()}  # inputs where verified versions differ
-    apart = {u: ws for f, us in by_f.items() for u, io in us
-             if (ws := [w for w, jo in us if w != u and differ(io, jo, outside[f])])}
-    free, escape = (solve or mean_field)(live, known, passed, apart=apart)[:2]
-    q = defaultdict(lambda: PRIOR, known | free)
-    return pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape, apart
-
-
-def _version(body: dict[str, list[str]], f: str) -> tuple[str, tuple[str, ...]]:
-    return f, code_of(tuple(body[f]))  # (f, its normalized code lines)
-
-
-def escape_rates(q: dict, caught: dict, tested: list, failed: Counter) -> dict[str, float]:
-    """π̂_f of every function with a tested free version (module docstring): B_f = Σ P(escaped) = Σ 1 − q_u − k_u
-    over them, F_f = Σ k_u = P(caught) over them plus f's versions that failed their tests (known bugs)."""
-    e, k = defaultdict(list), defaultdict(list, {f: [float(n)] for f, n in failed.items()})  # f -> B_f's, F_f's terms
-    for u in tested:  # fsum below: exact in any order
-        e[u[0]].append(max(1.0 - q[u] - caught.get(u, 0.0), 0.0))
-        k[u[0]].append(caught.get(u, 0.0))
-    return {f: (ESCAPE + math.fsum(b)) / (2 * ESCAPE + math.fsum(b) + math.fsum(k[f])) for f, b in e.items()}
-
-
-def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters: int = 10,
-               rates: tuple[dict, dict] = ({}, {}), apart: dict | None = None) -> tuple[dict, dict, dict]:
-    """(q of each free version in an unexplained clause or in `passed`, π̂_f, P(caught) where a caught clause holds a
-    version no pass rules out) by mean-field updates over three states, correct, escaped bug, caught bug (module
-    docstring). rates = (ρ, π): each function's P(correct) and π_f in (0, 1), learned elsewhere, for 1/2 and π̂_f."""
-    q = defaultdict(lambda: PRIOR, known)
-    k: dict = {}                                 # P(caught) of each version that a caught clause holds, not passed
-    of = defaultdict(list)                       # free version -> (caught?, members) of the clauses that hold it
-    for c in clauses:
-        members, caught = sorted(c), isinstance(c, Caught)  # sorted: the updates' order (so q) is the same anywhere
-        for u in (w for w in members if w not in known):
-            of[u].append((caught, members))
-            if caught and u not in passed:
-                k[u] = (1 - PRIOR) / 2           # the prior's P(caught)
-    of.update({u: of.get(u, []) for u in sorted(passed)})  # a pass is evidence outside every clause too
-    apart = apart or {}
-    of.update({u: of.get(u, []) for u in sorted(apart) if u not in known})  # so is behaving apart from another
-    tested, failed = sorted(passed | k.keys()), Counter(u[0] for u, v in known.items() if v == 0.0)
-    for _ in range(iters):
-        pi = escape_rates(q, k, tested, failed) | rates[1]
-        for u, cs in of.items():  # log P of its states: correct, escaped (a bug, if untested), caught
-            hit = sum(math.log(max(1.0 - math.prod(1.0 - k.get(w, 0.0) for w in c if w != u), 1e-9))
-                      for x, c in cs if x)
-            ls = [math.log(r := rates[0].get(u[0], PRIOR)) + hit + sum(math.log(max(1.0 - math.prod(
-                      q[w] for w in c if w != u), 1e-9)) for x, c in cs if not x)
-                  + sum(math.log(1.0 - (1.0 - APART) * q[w]) for w in apart.get(u, ())),
-                  math.log((1 - r) * (pi[u[0]] if u in passed or u in k else 1.0)) + hit,
-                  math.log((1 - r) * (1 - pi[u[0]])) if u in k else -math.inf]
-            z = [math.exp(x - max(ls)) for x in ls]
-            q[u] = z[0] / sum(z)
-            if u in k:
-                k[u] = z[2] / sum(z)
-    return {u: q[u] for u in of}, escape_rates(q, k, tested, failed) | rates[1], k
-
-
 def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None = None) -> Credit:
     """A^E, the diff-level (or step-level) terms and Â for one task group; see the module docstring."""
     # For speed only: a batch holds millions of small tuples (token offsets), and the cyclic GC would walk them
@@ -360,94 +199,87 @@ def compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None =
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _compute_credit(group, cfg, stats)
+        t0 = time.perf_counter()
+        cr = _compute_credit(group, cfg)
+        cr.stats["time_s"] = time.perf_counter() - t0
+        if stats is not None:
+            stats.update(cr.stats)
+        return cr
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _compute_credit(group: list[Trajectory], cfg: AdvConfig, stats: dict | None) -> Credit:
-    t0 = time.perf_counter()
-    episode = center(ys := episode_returns(group, cfg), cfg.norm, cfg.eps)
-    returns = [step_returns(tr, cfg.gamma) for tr in group]
-    diff = [np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group]      # [T] per trajectory
-    owner = [np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group]   # [T] per trajectory
-    info, verdicts, escape, apart = {}, {}, {}, {}
-    anchors: list[diffs.Anchor] = []
-    anchor_values: dict[int, list[float]] = {}
-    held, dd = {}, {}  # anchor id -> its holders (sorted), and the DiD contrast on them
-
+def _compute_credit(group: list[Trajectory], cfg: AdvConfig) -> Credit:
+    """The paper's steps in order, then this project's verdict on top."""
+    ys = episode_returns(group, cfg)
+    cr = Credit(episode=center(ys, cfg.norm, cfg.eps),                                  # A^E
+                returns=[step_returns(tr, cfg.gamma) for tr in group],                  # G_{i,t}
+                diff=[np.zeros(len(tr.token_ids), dtype=np.float32) for tr in group],   # [T] per trajectory
+                owner=[np.full(len(tr.token_ids), -1, dtype=np.int64) for tr in group])  # [T] per trajectory
     if cfg.algo == "gigpo":
-        steps: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
-        for i, tr in enumerate(group):
-            for t, turn in enumerate(tr.turns):
-                steps[tuple(sorted(turn.files_before.items()))].append((i, t))
-        for members in steps.values():
-            for (i, t), a in zip(members, center([returns[i][t] for i, t in members], cfg.norm, cfg.eps)):
-                lo, hi = group[i].turns[t].span
-                diff[i][lo:hi] = a
-        sizes = [len(m) for m in steps.values()]
-        info = {"step_groups": len(sizes), "step_group_size_mean": sum(sizes) / len(sizes) if sizes else 0.0,
+        step_group_credit(group, cfg, cr)                                             # A^S
+    elif cfg.algo == "didpo":
+        anchor_credit(group, cfg, cr)                                                 # A^D
+        if cfg.verdict:                                                               # A^V (verdict.py)
+            post = verdict.attach(group, cr.diff, cr.episode, ys)
+            cr.verdicts, cr.escape, cr.apart = post.q, post.escape, post.apart
+    token_advantages(group, cfg, cr)                                                  # Â
+    return cr
+
+
+def step_group_credit(group: list[Trajectory], cfg: AdvConfig, cr: Credit) -> None:
+    """GiGPO: A^S_{i,t} = G_{i,t} − mean over the turns that start from the same workspace, on turn t's tokens."""
+    steps: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    for i, tr in enumerate(group):
+        for t, turn in enumerate(tr.turns):
+            steps[tuple(sorted(turn.files_before.items()))].append((i, t))
+    for members in steps.values():
+        for (i, t), a in zip(members, center([cr.returns[i][t] for i, t in members], cfg.norm, cfg.eps)):
+            lo, hi = group[i].turns[t].span
+            cr.diff[i][lo:hi] = a
+    sizes = [len(m) for m in steps.values()]
+    cr.stats = {"step_groups": len(sizes), "step_group_size_mean": sum(sizes) / len(sizes) if sizes else 0.0,
                 "singleton_rate": sum(s == 1 for s in sizes) / len(sizes) if sizes else 0.0}
 
-    elif cfg.algo == "didpo":
-        res = diffs.find_anchors(group, eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K, min_group=cfg.min_group,
-                                 min_line_chars=cfg.min_line_chars, form=cfg.gs_form, context=cfg.context,
-                                 line_scope=cfg.line_scope)
-        anchors = res.anchors
-        info = res.stats()
-        first = [r[0] if r else tr.reward for r, tr in zip(returns, group)]  # G_{i,1}
-        memo: dict[str, list[str]] = {}
-        final = [{p: set(_norm_lines(x, memo)) for p, x in tr.turns[-1].files_after.items()} if tr.turns and cfg.survive
-                 else {} for tr in group]                                    # normalized lines of the final files
-        holders = [{m.traj for m in a.members if (m.traj, m.turn) in a.kept and (
-                    not cfg.survive or m.turn + 1 == len(group[m.traj].turns)
-                    or _survives(m, group[m.traj].turns[m.turn], final[m.traj], memo))}
-                   for a in anchors]                                         # x_{i,g} = 1 iff i in holders[g]
-        if cfg.baseline == "ridge":
-            beta = ridge_values(first, holders, cfg.ridge, cfg.norm, cfg.eps)
-        regions: list[list] = [[] for _ in group]
-        for a in anchors:  # best-ranked first, so project() lets the best member claim a shared token
-            if cfg.baseline == "ridge":
-                values = {(m.traj, m.turn): float(beta[a.id]) for m in a.members}
-            elif cfg.baseline == "contrast":
-                v = _contrast(first, a.trajs, cfg.norm, cfg.eps)
-                values = {(m.traj, m.turn): v for m in a.members}
-            else:
-                keys = [(m.traj, m.turn) for m in a.members]
-                values = dict(zip(keys, center([returns[i][t] for i, t in keys], cfg.norm, cfg.eps)))
-            for (i, t), ranges in a.kept.items():
-                regions[i].append((t, ranges, values[(i, t)], a.id))
-            anchor_values[a.id] = [values[k] for k in a.kept]
-            held[a.id] = sorted(holders[a.id])
-            dd[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
-        pieces, verdicts, escape, apart = verdict(group) if cfg.verdict else ([[] for _ in group], {}, {}, {})
-        s = (max(episode) - min(episode)) / (max(ys) - min(ys)) if group and max(ys) > min(ys) else 0.0  # A^E per Y
-        qbar = math.fsum(np.mean([verdicts[u] for _, u, _ in ps]) if ps else min(tr.reward, 1.0)
-                         for ps, tr in zip(pieces, group)) / max(len(group), 1)  # mean over trajectories
-        win_loss = not any(0.0 < r.reward < 1.0 for r in group)  # the verdict read R; A^D's mean would repeat it
-        for i, tr in enumerate(group):
-            diff[i], owner[i] = credit_mod.project(tr, regions[i])
-            if pieces[i]:  # A^D centered inside each piece where R is win/loss, then A^V of the piece's version on top
-                av, own = credit_mod.project(tr, [(t, rs, s * (verdicts[u] - qbar) - episode[i], n)
-                                                  for n, (t, u, rs) in enumerate(pieces[i])])
-                sel = own >= 0
-                if win_loss:
-                    sums = np.bincount(own[sel], weights=diff[i][sel], minlength=len(pieces[i]))
-                    diff[i][sel] -= (sums / np.maximum(np.bincount(own[sel], minlength=len(pieces[i])), 1))[own[sel]]
-                diff[i] += av
 
-    token_adv, covered, n_resp = [], 0, 0
+def anchor_credit(group: list[Trajectory], cfg: AdvConfig, cr: Credit) -> None:
+    """DiDPO: the anchors, each member's A^D (the baseline), projected onto the tokens that wrote it."""
+    res = diffs.find_anchors(group, eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K, min_group=cfg.min_group,
+                             min_line_chars=cfg.min_line_chars, form=cfg.gs_form, context=cfg.context,
+                             line_scope=cfg.line_scope, lift_contrast=cfg.lift_contrast,
+                             hunk_exclusion=cfg.hunk_exclusion, docstring_blind=cfg.docstring_blind)
+    cr.anchors, cr.stats = res.anchors, res.stats()
+    first = [r[0] if r else tr.reward for r, tr in zip(cr.returns, group)]             # G_{i,1}
+    holders = diffs.holders(group, res.anchors, cfg.survive)                           # x_{i,g} = 1 iff i in it
+    beta = ridge_values(first, holders, cfg.ridge, cfg.norm, cfg.eps) if cfg.baseline == "ridge" else None
+    regions: list[list] = [[] for _ in group]
+    for a in res.anchors:  # best-ranked first, so project() lets the best member claim a shared token
+        keys = [(m.traj, m.turn) for m in a.members]
+        if cfg.baseline == "group_mean":  # the paper's: G_{i,t} − the mean over the anchor's members
+            values = dict(zip(keys, center([cr.returns[i][t] for i, t in keys], cfg.norm, cfg.eps)))
+        elif cfg.baseline == "ridge":
+            values = dict.fromkeys(keys, float(beta[a.id]))
+        else:
+            values = dict.fromkeys(keys, _contrast(first, a.trajs, cfg.norm, cfg.eps))
+        for (i, t), ranges in a.kept.items():
+            regions[i].append((t, ranges, values[(i, t)], a.id))
+        cr.anchor_values[a.id] = [values[k] for k in a.kept]
+        cr.holders[a.id] = sorted(holders[a.id])
+        cr.contrast[a.id] = _contrast(first, holders[a.id], cfg.norm, cfg.eps)
     for i, tr in enumerate(group):
-        mask = _mask(tr.loss_mask)                                               # [T]
-        token_adv.append(torch.from_numpy(mask * (episode[i] + cfg.lam * diff[i])))  # [T], 0 off the mask
+        cr.diff[i], cr.owner[i] = credit_mod.project(tr, regions[i])
+
+
+def token_advantages(group: list[Trajectory], cfg: AdvConfig, cr: Credit) -> None:
+    """Â = A^E + λ·(the diff-level terms), 0 off the loss mask; and the share of tokens an anchor covers."""
+    covered, n_resp = 0, 0
+    for i, tr in enumerate(group):
+        mask = _mask(tr.loss_mask)                                                        # [T]
+        cr.token_adv.append(torch.from_numpy(mask * (cr.episode[i] + cfg.lam * cr.diff[i])))  # [T]
         n_resp += int(mask.sum())
-        covered += int(((owner[i] >= 0) & (mask > 0)).sum())
-    info.update({COVERAGE: covered / n_resp if n_resp else 0.0, "time_s": time.perf_counter() - t0})
-    if stats is not None:
-        stats.update(info)
-    return Credit(token_adv, episode, returns, diff, owner, anchors, anchor_values, held, dd, verdicts, escape, apart,
-                  info)
+        covered += int(((cr.owner[i] >= 0) & (mask > 0)).sum())
+    cr.stats[COVERAGE] = covered / n_resp if n_resp else 0.0
 
 
 def _mask(loss_mask: list[int]) -> np.ndarray:
@@ -478,22 +310,22 @@ class LossConfig:
     def __post_init__(self):
         if self.agg not in ("token-mean", "seq-mean-token-mean"):
             raise ValueError(f"LossConfig.agg={self.agg!r}; use token-mean or seq-mean-token-mean")
-        if self.clip_low < 0 or self.clip_high < 0:
-            raise ValueError("LossConfig clip_low and clip_high must be >= 0")
-        if self.dual_clip is not None and self.dual_clip <= 1:
-            raise ValueError(f"LossConfig.dual_clip={self.dual_clip}; pass c > 1 or None")
+        if self.clip_low < 0 or self.clip_high < 0 or self.dual_clip is not None and self.dual_clip <= 1:
+            raise ValueError("LossConfig needs clip_low, clip_high >= 0 and dual_clip > 1 or None")
 
 
 def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
                 cfg: LossConfig, ref_logp: torch.Tensor | None = None, entropy: torch.Tensor | None = None,
                 global_tokens: float | None = None, global_seqs: float | None = None
                 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """PPO-clip loss on [B, T] tensors and its metrics.
-
-    token-mean divides the masked sum by `global_tokens` (the response tokens of the whole global
-    batch; default: this call's), so losses of micro-batches and ranks add up to the unsplit one.
-    seq-mean-token-mean averages each sequence's tokens, then divides the sum over sequences by
-    `global_seqs` (default: this call's non-empty sequences). Values under mask == 0 never matter.
+    """The loss on [B, T] tensors and its metrics; per response token, with ratio ρ = exp(logp − old_logp):
+        ℓ = max(−Â·ρ, −Â·clip(ρ, 1 − ε_low, 1 + ε_high))        PPO-clip with clip-higher (DAPO)
+        ℓ = min(ℓ, −c·Â) where Â < 0                             dual clip (optional)
+          + β·(e^d − d − 1), d = ref_logp − logp                 k3 KL to a frozen reference (optional)
+          − α·entropy                                            entropy bonus (optional)
+    token-mean: Σ mask·ℓ / global_tokens (the response tokens of the whole global batch; default this call's), so
+    micro-batches and ranks add up to the unsplit loss. seq-mean-token-mean: each sequence's token mean, summed,
+    / global_seqs (default: this call's non-empty sequences). Values under mask == 0 never matter.
     """
     if cfg.kl_coef and ref_logp is None:
         raise ValueError("policy_loss: kl_coef > 0 needs ref_logp (log-probs of the reference model)")

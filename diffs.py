@@ -85,6 +85,7 @@ from protocol.lines import align, lines_of, normalize_line
 
 Range = tuple[int, int]
 LEVELS = ("hunk", "block", "line")  # coarse -> fine
+ETA = 1.0  # the default η: no near-duplicate merging (didpo.py, departure 4; the paper's is 0.8)
 GS_FORMS = ("saturating", "log", "linear")
 
 
@@ -268,17 +269,20 @@ def _scope(lines: list[str], n: int) -> str:
 
 
 def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int = 3,
-               _cache: dict | None = None, line_scope: bool = True) -> list[SubDiff]:
+               _cache: dict | None = None, line_scope: bool = True, docstring_blind: bool = True) -> list[SubDiff]:
     """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text).
 
     line_scope: a line's text carries the header of its top-level statement ("return out  @def f(xs):"),
     so the same line in two functions is two units (a line unit never pools across blocks).
+    docstring_blind: docstring lines are in no unit's text and do not cut a run of changed lines.
     """
     cache = {"stmt": {}, "norm": {}, "lines": {}} if _cache is None else _cache
     stmts, memo, split, docs = cache["stmt"], cache["norm"], cache["lines"], cache.setdefault("doc", {})
     found: dict[tuple, SubDiff] = {}
 
     def doc(text, ls) -> set[int]:  # a file's docstring lines: no unit's text holds them, as no verdict version does
+        if not docstring_blind:
+            return set()
         return docs[text] if text in docs else docs.setdefault(text, file_docstrings(text, ls))
 
     def add(kind, path, level, text, size, units, ranges, parts=()) -> tuple | None:
@@ -484,13 +488,16 @@ def cluster(cands: list[SubDiff], n_trajs: int, eta: float = 0.8, min_group: int
     return [a for a in clusters if a.members], merged
 
 
-def find_anchors(group, eta: float = 0.8, s0: float = 8.0, g0: float = 8.0, K: int = 64, min_group: int = 2,
+def find_anchors(group, eta: float = ETA, s0: float = 8.0, g0: float = 8.0, K: int = 64, min_group: int = 2,
                  min_line_chars: int = 10, form: str = "saturating", context: int = 3,
-                 max_compare: int = 64, line_scope: bool = True) -> AnchorResult:
-    """Anchors of one task group (a list of env.Trajectory), selected and cut to be non-overlapping per turn."""
-    cache: dict[str, dict] = {"stmt": {}, "norm": {}, "lines": {}}  # per file text / line: statements, norm, split
+                 max_compare: int = 64, line_scope: bool = True, lift_contrast: bool = True,
+                 hunk_exclusion: bool = True, docstring_blind: bool = True) -> AnchorResult:
+    """Anchors of one task group (a list of env.Trajectory), selected and cut to be non-overlapping per turn.
+    lift_contrast (step d's rank), hunk_exclusion (step d's hunks) and docstring_blind (candidates) are this
+    project's departures from the paper; off, they give its anchors (didpo.AdvConfig.paper)."""
+    cache: dict[str, dict] = {"stmt": {}, "norm": {}, "lines": {}, "doc": {}}  # per text: statements, norm, ...
     cands = [c for i, tr in enumerate(group) for t, turn in enumerate(tr.turns)
-             for c in candidates(turn, i, t, min_line_chars, context, cache, line_scope)]
+             for c in candidates(turn, i, t, min_line_chars, context, cache, line_scope, docstring_blind)]
     res = AnchorResult([], n_candidates=len(cands))
     if not cands:
         return res
@@ -507,8 +514,8 @@ def find_anchors(group, eta: float = 0.8, s0: float = 8.0, g0: float = 8.0, K: i
             continue
         a.gs = groupability(a.mean_size, a.n, s0, g0, form)
         a.contrast = len(a.trajs) < G
-        if a.level == "hunk" and any((b := home.get(k)) is not None and b is not a and b.n >= min_group
-                                     for m in a.members for k in m.parts):
+        if hunk_exclusion and a.level == "hunk" and any(
+                (b := home.get(k)) is not None and b is not a and b.n >= min_group for m in a.members for k in m.parts):
             # A hunk is a unit of the diff format (changes within 2·context lines of each other), not
             # of the code. Where its statement blocks form groups themselves, they are the units: a
             # block shared by the same trajectories carries the same contrast, one shared more widely
@@ -519,7 +526,7 @@ def find_anchors(group, eta: float = 0.8, s0: float = 8.0, g0: float = 8.0, K: i
             pool.append(a)
     lift = 1.0 + max((a.gs for a in pool), default=0.0)
     for a in pool:
-        a.rank = a.gs + (lift if a.contrast else 0.0)
+        a.rank = a.gs + (lift if a.contrast and lift_contrast else 0.0)
 
     # e. greedy facility location over changed lines (lazy greedy: gains only shrink)
     best: dict[tuple, float] = defaultdict(float)
@@ -564,6 +571,29 @@ def find_anchors(group, eta: float = 0.8, s0: float = 8.0, g0: float = 8.0, K: i
         a.id = i
     res.group_sizes = [a.n for a in res.anchors]
     return res
+
+
+def holders(group, anchors: list[Anchor], survive: bool = True) -> list[set[int]]:
+    """Per anchor, the trajectories that hold it: wrote a kept member and, with survive (didpo.py, departure 2),
+    still have every line it added in their final workspace (a bug fixed in a later turn is not held)."""
+    memo: dict[str, list[str]] = {}
+
+    def norm(text: str) -> list[str]:  # S_t recurs (after of turn t, before of t+1, final): normalize each once
+        if text not in memo:
+            memo[text] = [normalize_line(x) for x in lines_of(text)]
+        return memo[text]
+
+    final = [{p: set(norm(x)) for p, x in tr.turns[-1].files_after.items()} if tr.turns and survive else {}
+             for tr in group]
+
+    def holds(m: SubDiff) -> bool:
+        if not survive or m.turn + 1 == len(group[m.traj].turns):
+            return True
+        after = group[m.traj].turns[m.turn].files_after
+        return all(no >= len(ls := norm(after.get(path, ""))) or ls[no] in final[m.traj].get(path, ())
+                   for path, sign, no in m.units if sign == "+")
+
+    return [{m.traj for m in a.members if (m.traj, m.turn) in a.kept and holds(m)} for a in anchors]
 
 
 def main(argv: list[str]) -> None:

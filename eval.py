@@ -74,7 +74,7 @@ class EvalConfig:
     strict: bool = False                # a malformed benchmark row is an error, not a skipped row
     limit: int | None = None            # first N tasks after filtering
     # generations: exactly one of model / samples
-    model: str | None = None            # rollout.load_model name
+    model: str | None = None            # models.load_model name
     samples: str | None = None          # file of existing generations
     mode: str = "single"                # single | agent
     n: int | None = None                # samples per task (model: default 1; samples file: inferred)
@@ -83,6 +83,7 @@ class EvalConfig:
     top_p: float = 0.95                 # nucleus sampling
     max_tokens: int = 2048              # per response
     max_turns: int = 4                  # agent mode
+    probe: bool = False                 # agent mode: record each turn's behaviour probe (one more sandboxed run)
     sampler: str = "auto"               # auto (vllm on GPU, else hf) | hf | vllm
     batch_size: int = 16                # tasks per generation batch (a resume point)
     seed: int = 0                       # sampling seed
@@ -215,6 +216,7 @@ def read_samples(path: str, by_id: dict[str, Task]) -> tuple[dict[str, list[tupl
 def _make_sampler(cfg: EvalConfig):
     import torch
 
+    import models
     import rollout
     from trainer.hardware import prepack_linears
 
@@ -224,11 +226,11 @@ def _make_sampler(cfg: EvalConfig):
     if kind == "vllm":
         import transformers
 
-        path = rollout.resolve(cfg.model)
+        path = models.resolve(cfg.model)
         tok = transformers.AutoTokenizer.from_pretrained(path)
         return rollout.VLLMSampler(path, tok, seed=cfg.seed), tok
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model, tok = rollout.load_model(cfg.model, dtype=torch.bfloat16 if device == "cuda" else None, device=device)
+    model, tok = models.load_model(cfg.model, dtype=torch.bfloat16 if device == "cuda" else None, device=device)
     return rollout.HFSampler(prepack_linears(model), tok, batch_size=cfg.batch_size), tok
 
 
@@ -255,7 +257,8 @@ def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, 
             text = tok.decode(s.token_ids, skip_special_tokens=True)
             out.append(SampleRecord(task.id, i, code=extract_code(text), response=text))
         return out
-    env_cfg = env.EnvConfig(max_turns=cfg.max_turns, grade_mode=grade_mode, max_response_tokens=cfg.max_tokens)
+    env_cfg = env.EnvConfig(max_turns=cfg.max_turns, grade_mode=grade_mode, max_response_tokens=cfg.max_tokens,
+                            probe=cfg.probe)
     by_count = defaultdict(list)  # rollout takes one n per call: group tasks by how many samples they lack
     for task, missing in todo:
         by_count[len(missing)].append((task, missing))

@@ -2,7 +2,8 @@
 
     python train.py                                              # embedded default: SmolLM2-135M, data/, CPU
     python train.py --algo grpo --steps 5 --out runs/grpo        # a baseline, same loop
-    torchrun --nproc_per_node 8 train.py --model Qwen2.5-7B-Coder  # the paper's preset, FSDP2 + vLLM
+    python train.py --paper                                      # the paper's DiDPO, none of our refinements
+    torchrun --nproc_per_node 8 train.py --model Qwen2.5-7B-Coder  # the reference's 7B hyperparameters, FSDP2 + vLLM
     python train.py --out runs/x --resume auto                   # continue the latest complete checkpoint
 
 One step (DESIGN.md §5), every rank on its own share of the tasks:
@@ -47,7 +48,9 @@ import torch.distributed as dist
 
 import cli
 import didpo
+import diffs
 import env as envlib
+import models
 import rollout
 import tasks as tasklib
 from trainer import checkpoint, fsdp, prefix
@@ -83,12 +86,13 @@ class Config:
     stop_when_public_pass: bool = False  # end an episode as soon as every public test passes
     # algorithm
     algo: str = "didpo"  # grpo | gigpo | didpo
-    baseline: str = "ridge"  # ridge | contrast | group_mean (the reference estimator); bench/credit.py compares them
-    verdict: bool = True  # didpo: A^V, each function version credited by its posterior of being correct
+    paper: bool = False  # didpo exactly as the paper (didpo.AdvConfig.paper()): baseline, verdict and eta are ignored
+    baseline: str = "ridge"  # ridge | contrast | group_mean (the paper's); bench/credit.py compares them
+    verdict: bool = True  # didpo: A^V (verdict.py), and the behaviour probe it reads; off: no probe runs
     norm: str = "mean_norm"  # mean_norm | mean_std_norm
     gamma: float = 0.95  # discount of step returns G_{i,t}
     lam: float = 1.0  # λ in Â = A^E + λ·(A^D + A^V)
-    eta: float = 1.0  # straggler merging off: at 0.8 it joins correct and buggy versions (bench/credit.py)
+    eta: float = diffs.ETA  # 1: straggler merging off; at 0.8 (the paper's) it joins correct and buggy versions
     s0: float = 8.0  # size scale of φ(L) in the groupability score
     g0: float = 8.0  # group-size scale of ψ(n) in the groupability score
     K: int = 64  # at most this many anchors per task group
@@ -108,10 +112,8 @@ class Config:
     grad_clip: float = 1.0  # max global gradient norm
     micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
     micro_batch_tokens: int = 2048  # tokens per micro-batch (B x T_max; packed: their sum), longest first (verl)
-    pack: str = "auto"  # auto | on | off: a micro-batch's sequences in one padding-free row (exact: no token
-                        # sees another's). auto = on where flash-attn is installed (varlen kernel). sdpa runs the
-                        # row's N x N attention under a block-diagonal mask: 0.59x the padded tokens/s on CPU
-                        # (bench/gpu_learner.py, pack compare rows).
+    pack: str = "auto"  # auto | on | off: a micro-batch's sequences in one padding-free row (exact). auto = on
+                        # with flash-attn (varlen); sdpa's block-diagonal mask: 0.59x padded tokens/s on CPU
     ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
     ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)
     share_prefix: bool = True  # sdpa: a micro-batch's rows that begin alike (a group's prompt) run it once
@@ -129,7 +131,7 @@ class Config:
     tensorboard: bool = False  # also log to OUT/tb
 
 
-# The reference's published hyperparameters for Qwen2.5-Coder (DESIGN.md §5).
+# The reference's hyperparameters for Qwen2.5-Coder (DESIGN.md §5), with our estimator (--paper: the paper's).
 PRESETS = {
     "Qwen2.5-7B-Coder": dict(
         sampler="vllm", dtype="bfloat16", activation_checkpointing=True, difficulty="", norm="mean_norm",
@@ -171,8 +173,10 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
 
 
 def adv_config(cfg: Config) -> didpo.AdvConfig:
-    return didpo.AdvConfig(algo=cfg.algo, baseline=cfg.baseline, verdict=cfg.verdict, norm=cfg.norm, gamma=cfg.gamma,
-                           lam=cfg.lam, eta=cfg.eta, s0=cfg.s0, g0=cfg.g0, K=cfg.K)
+    shared = dict(algo=cfg.algo, norm=cfg.norm, gamma=cfg.gamma, lam=cfg.lam, s0=cfg.s0, g0=cfg.g0, K=cfg.K)
+    if cfg.paper:
+        return didpo.AdvConfig.paper(**shared)
+    return didpo.AdvConfig(baseline=cfg.baseline, verdict=cfg.verdict, eta=cfg.eta, **shared)
 
 
 def loss_config(cfg: Config) -> didpo.LossConfig:
@@ -188,7 +192,7 @@ def env_config(cfg: Config) -> envlib.EnvConfig:
     return envlib.EnvConfig(max_turns=cfg.max_turns, reward=cfg.reward, invalid_penalty=cfg.invalid_penalty,
                             shaping_coef=cfg.shaping_coef, stop_when_public_pass=cfg.stop_when_public_pass,
                             max_response_tokens=cfg.max_response_tokens, max_total_tokens=cfg.max_total_tokens,
-                            sandbox_workers=workers)
+                            sandbox_workers=workers, probe=cfg.algo == "didpo" and adv_config(cfg).verdict)
 
 
 # ----------------------------------------------------------------------------- distributed prologue
@@ -489,9 +493,7 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
 
 
 def rollout_seed(seed: int, step: int, rank: int) -> int:
-    """The RNG seed of one rank's rollout at one step. From (seed, step, rank): a resumed run samples exactly
-    what the uninterrupted one would have, and ranks never draw the same samples (their task windows wrap
-    around a small task file onto the same prompts)."""
+    """A resumed run samples what the uninterrupted one would have; ranks never draw alike (on the same tasks)."""
     return seed * 100003 + step * 101 + rank
 
 
@@ -518,9 +520,9 @@ def load_learner(cfg: Config, path: str, device, rank: int, world: int):
     import transformers
 
     if rank == 0 or cfg.sampler == "hf":
-        lm, tokenizer = rollout.load_model(path, dtype=torch.float32 if cfg.sampler == "hf" else "auto")
+        lm, tokenizer = models.load_model(path, dtype=torch.float32 if cfg.sampler == "hf" else "auto")
     else:
-        lm, tokenizer = None, rollout.load_tokenizer(path)
+        lm, tokenizer = None, models.load_tokenizer(path)
     config = transformers.AutoConfig.from_pretrained(path)
     ref = build_learner(lm, cfg, device, world, frozen=True, config=config) if cfg.kl_coef > 0 else None
     policy = build_learner(lm, cfg, device, world, config=config)
@@ -573,7 +575,7 @@ def train(cfg: Config) -> Path:
         raise ValueError(f"no tasks in {cfg.tasks} match --difficulty {cfg.difficulty!r}")
     random.Random(cfg.seed).shuffle(all_tasks)
 
-    path = rollout.resolve(cfg.model)
+    path = models.resolve(cfg.model)
     policy, ref, lm, tokenizer = load_learner(cfg, path, device, rank, world)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                             fused=device.type == "cuda")
@@ -682,7 +684,7 @@ def main(argv: list[str] | None = None) -> None:
         cfg = resolve_config(values, config_file)
         if not Path(cfg.tasks).exists():
             raise ValueError(f"--tasks {cfg.tasks} does not exist; pass a task .jsonl file")
-        rollout.resolve(cfg.model)
+        models.resolve(cfg.model)
         check_run_dir(cfg)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)  # one line, never wrapped

@@ -90,7 +90,7 @@ Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; 
 every column: the default reads >= 0.91/0.95 at G = 8 and >= 0.98/0.99 at G = 32 in every messy cell, 1.00/1.00
 on the clean ones. What carries it is behaviour (didpo's module docstring): the replay probes each workspace's
 functions on inputs near their public tests' (protocol.behaviour, one more sandboxed run per turn), and two
-versions of f that give different outputs there are not both correct (weight didpo.APART = 0.2; every solver
+versions of f that give different outputs there are not both correct (weight verdict.APART = 0.2; every solver
 above, exact and oracle too, takes the same pairs). Of the pool's 27 bugs 24 behave apart from the correct
 versions on the probed inputs; the 3 that do not (a guard against None, a tuple's equality) are caught by hidden
 tests the probe cannot guess. The pool's correct implementations agree on every probed input but one: count_char
@@ -134,7 +134,9 @@ import transformers  # noqa: E402
 
 import credit  # noqa: E402
 import didpo  # noqa: E402
+import models  # noqa: E402
 import rollout  # noqa: E402
+import verdict  # noqa: E402
 from tasks import Task, Test  # noqa: E402
 
 # name, signature, correct body, the token that is correct, its buggy twin, public test, hidden tests
@@ -524,20 +526,20 @@ def _ruled_out(w: np.ndarray, A: np.ndarray, col: dict, clauses: list[set], pass
     """w with every assignment that leaves a clause without a bug set to 0; a caught clause (a failed program test)
     needs a bug among its versions not seen passing."""
     for c in clauses:  # a losing final workspace holds a bug; its known versions here are all correct
-        caught = isinstance(c, didpo.Caught)
+        caught = isinstance(c, verdict.Caught)
         if cols := [col[u] for u in c if u in col and not (caught and u in passed)]:
             w = w * ~A[:, cols].all(1)
     return w  # a clause with no free version to blame (all verified) is left out, as in mean field
 
 
 def _apart(w: np.ndarray, ok: np.ndarray, col: dict, known: dict, apart: dict) -> np.ndarray:
-    """w times didpo.APART for each pair of versions that behave apart and are both correct in an assignment
+    """w times verdict.APART for each pair of versions that behave apart and are both correct in an assignment
     (ok [S, n] says which versions are correct); a known correct partner counts, each pair once."""
     for u, ws in apart.items():
         for w_ in ws:
             if u in col and (w_ in col and u < w_ or known.get(w_) == 1.0):
                 both = ok[:, col[u]] & (ok[:, col[w_]] if w_ in col else True)
-                w = w * np.where(both, didpo.APART, 1.0)
+                w = w * np.where(both, verdict.APART, 1.0)
     return w
 
 
@@ -551,9 +553,9 @@ def exact(clauses: list[set], known: dict, passed: set = frozenset(), apart: dic
     One approximation: a caught clause (stdio) is the hard rule that a version there not seen passing is a bug;
     the escaped or caught state of each bug, which mean field keeps, would square the enumeration."""
     col, A = _assignments(clauses, known, passed, apart := apart or {})
-    w = _ruled_out(didpo.PRIOR ** A.sum(1) * (1 - didpo.PRIOR) ** (~A).sum(1), A, col, clauses, passed)  # [S]
+    w = _ruled_out(verdict.PRIOR ** A.sum(1) * (1 - verdict.PRIOR) ** (~A).sum(1), A, col, clauses, passed)  # [S]
     w = _apart(w, A, col, known, apart)
-    b, failed = didpo.ESCAPE, Counter(u[0] for u, v in known.items() if v == 0.0)
+    b, failed = verdict.ESCAPE, Counter(u[0] for u, v in known.items() if v == 0.0)
     for f in sorted({u[0] for u in passed}):  # ∫ π^(bugs that passed) (1 - π)^(failed) Beta(π; b, b) dπ
         cols = [col[u] for u in sorted(passed) if u[0] == f]
         lbeta = np.array([math.lgamma(b + k) + math.lgamma(b + failed[f]) - math.lgamma(2 * b + k + failed[f])
@@ -589,7 +591,7 @@ def oracle(rates: dict[str, tuple[float, float]]):
 
 def _enumerate(free: list, clauses: list[set], passed: set, rates: dict, known: dict, apart: dict) -> dict:
     """oracle()'s posterior q of each version in `free` (sorted), every assignment of their states enumerated."""
-    col, tested = {u: k for k, u in enumerate(free)}, {u for c in clauses if isinstance(c, didpo.Caught) for u in c}
+    col, tested = {u: k for k, u in enumerate(free)}, {u for c in clauses if isinstance(c, verdict.Caught) for u in c}
     sizes = [2 if u in passed or u not in tested else 3 for u in free]  # 3 where a caught clause tells them apart
     if (n := math.prod(sizes)) > 2 ** 24:
         raise OverflowError(f"{n} assignments")
@@ -604,7 +606,7 @@ def _enumerate(free: list, clauses: list[set], passed: set, rates: dict, known: 
         w *= P[k, S[:, k]]
     for c in clauses:
         if cols := [col[u] for u in c if u in col]:
-            w = w * (S[:, cols] == 2 if isinstance(c, didpo.Caught) else S[:, cols] >= 1).any(1)
+            w = w * (S[:, cols] == 2 if isinstance(c, verdict.Caught) else S[:, cols] >= 1).any(1)
     w = _apart(w, S == 0, col, known, apart)
     return {u: float(w @ (S[:, k] == 0) / w.sum()) for u, k in col.items()}
 
@@ -641,12 +643,12 @@ class AcrossGroups:
                         c[2], c[3] = c[2] + max(1.0 - v - caught.get(u, 0.0), 0.0), c[3] + caught.get(u, 0.0)
                     c[3] += u in kn and v == 0.0
             rates = ({f: (self.a + c[0]) / (2 * self.a + c[1]) for f, c in counts.items() if f},
-                     {f: (didpo.ESCAPE + c[2]) / (2 * didpo.ESCAPE + c[2] + c[3]) for f, c in counts.items() if f})
+                     {f: (verdict.ESCAPE + c[2]) / (2 * verdict.ESCAPE + c[2] + c[3]) for f, c in counts.items() if f})
         self.groups[task].append((clauses, known, passed, apart))
         return MEAN_FIELD(clauses, known, passed, rates=rates, apart=apart)[:2]
 
 
-MEAN_FIELD = didpo.mean_field  # the default's solver, kept: measure_solved swaps didpo.mean_field out
+MEAN_FIELD = verdict.mean_field  # the default's solver, kept: measure_solved swaps verdict.mean_field out
 
 
 def true_pi(pi: dict[str, float]):
@@ -665,11 +667,11 @@ SOLVED = [EXACT, ORACLE, ACROSS, TRUE_PI]  # the default with its posterior solv
 def measure_solved(groups, solve) -> tuple[float, float]:
     """measure() of the default estimator with its verdict's posterior solved by `solve` instead of mean field
     (exact: G = 8 only, the enumeration is 2^free; oracle(rates) enumerates each set of versions apart)."""
-    mean_field, didpo.mean_field = didpo.mean_field, solve
+    mean_field, verdict.mean_field = verdict.mean_field, solve
     try:
         return measure(groups, didpo.AdvConfig())
     finally:
-        didpo.mean_field = mean_field
+        verdict.mean_field = mean_field
 
 
 def draw(rng, G, what, rw, cache, pools):
@@ -751,7 +753,7 @@ def main() -> None:
     if not set(rewards) <= REWARDS.keys() or not rewards:
         sys.exit(f"bench/credit.py: --rewards {args.rewards!r}; use a comma-separated list of {', '.join(REWARDS)}")
     torch.set_num_threads(1)
-    tok = transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())
+    tok = transformers.AutoTokenizer.from_pretrained(models.embedded_model_dir())
     t0 = time.perf_counter()
     clean_tasks = [(make_task(k, REGIONS[3 * k: 3 * k + 3]), REGIONS[3 * k: 3 * k + 3]) for k in range(3)]
     for task, regions in clean_tasks:  # the clean premise: the twin fails the tests the correct code passes

@@ -232,7 +232,7 @@ def main(argv=None) -> int:
                        micro_batch_size=a.micro_batch, micro_batch_tokens=0, logprob_chunk=64 if a.smoke else 1024)
     torch.manual_seed(0)
     # Random init directly on the device: no fp32 host copy of the 1.5B weights, and the init runs there.
-    # Built in train mode (rollout.load_model returns eval()): HF checkpoints layers only when training.
+    # Built in train mode (models.load_model returns eval()): HF checkpoints layers only when training.
     with device:
         lm = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**shape))
     n_params = sum(p.numel() for p in lm.parameters())  # tied embedding / lm_head counted once

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import env  # noqa: E402
+import models  # noqa: E402
 import rollout  # noqa: E402
 import tasks  # noqa: E402
 from protocol import chat  # noqa: E402
@@ -47,7 +48,7 @@ def main(argv=None) -> int:
     if bad := set(which) - {"hf", "vllm"}:
         ap.error(f"unknown sampler(s) {', '.join(sorted(bad))}; use hf and/or vllm")
 
-    model, tok = rollout.load_model(args.model)
+    model, tok = models.load_model(args.model)
     ts = tasks.load(str(ROOT / "data" / "tasks.jsonl"))
     prompts = [chat.prompt_ids(tok, env.Episode(ts[i % len(ts)]).messages) for i in range(args.prompts)]
     sampling = rollout.Sampling(temperature=1.0, max_tokens=args.max_tokens, seed=0)

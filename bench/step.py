@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import didpo  # noqa: E402
-import rollout  # noqa: E402
+import models  # noqa: E402
 import tasks as tasklib  # noqa: E402
 import train  # noqa: E402
 
@@ -93,8 +93,8 @@ def main(argv=None) -> int:
     all_tasks = [t for t in tasklib.load(str(ROOT / cfg.tasks))
                  if not cfg.difficulty or t.meta.get("difficulty") in keep]
     random.Random(cfg.seed).shuffle(all_tasks)
-    lm, tok = rollout.load_model(cfg.model)
-    sampler = train.make_sampler(cfg, rollout.resolve(cfg.model), lm, tok, device)
+    lm, tok = models.load_model(cfg.model)
+    sampler = train.make_sampler(cfg, models.resolve(cfg.model), lm, tok, device)
     acfg = train.adv_config(cfg)
     t_rollout, gen, rolled = {}, {}, {}
     # The base sampler runs on lm itself: make_sampler packed its own copy (hardware.prepack_linears), not lm.

@@ -13,7 +13,7 @@ canonical output (floats to 9 digits) or the exception's type. Inputs and output
 two versions of f from one group are compared on the inputs both were called with (didpo.verdict), and the
 seeds, so the inputs, come from the task's tests. A version whose output differs on one of them differs in
 behaviour: correct implementations agree on every valid input, so at most one of the two is correct, unless
-the input is outside the task's domain (then two correct ones may differ: didpo.APART is that chance).
+the input is outside the task's domain (then two correct ones may differ: verdict.APART is that chance).
 """
 
 from __future__ import annotations

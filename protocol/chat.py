@@ -1,6 +1,6 @@
 """Chat-template tokens: the prompt's ids, the end-of-turn token, the ids between two sampled turns.
 
-    python -c "import protocol.chat as c, rollout; t = rollout.load_tokenizer('smollm2-135m'); print(c.eot_id(t))"
+    python -c "import protocol.chat as c, models; t = models.load_tokenizer('smollm2-135m'); print(c.eot_id(t))"
 
 Assumption (holds for ChatML, i.e. Qwen2.5 and SmolLM2, and for Llama-3): the
 template closes an assistant turn with a special token right after the

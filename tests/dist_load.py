@@ -18,7 +18,7 @@ import torch.distributed as dist
 sys.path[:0] = [str(Path(__file__).parents[1])]
 from conftest import leave_torchrun  # noqa: E402
 
-import rollout  # noqa: E402
+import models  # noqa: E402
 import train  # noqa: E402
 
 
@@ -35,7 +35,7 @@ def main():
     peaks = [torch.zeros(1) for _ in range(world)]
     dist.all_gather(peaks, peak)
     if rank == 0:
-        plain, _ = rollout.load_model(model_dir)  # fp32, as HF loads it
+        plain, _ = models.load_model(model_dir)  # fp32, as HF loads it
         want = dict(plain.named_parameters())
         want_bufs = dict(plain.named_buffers())
         report = {"peak_mib": [float(p) for p in peaks],

@@ -74,7 +74,7 @@ def test_true_pi_reads_a_pass_by_hand():
     f = ("f", ("x",))
     q, pi = bench_credit.true_pi({"f": 0.25})([], {}, {f})
     assert abs(q[f] - 0.8) < 1e-9 and pi == {"f": 0.25}
-    learned, *_ = bench_credit.didpo.mean_field([], {}, {f})
+    learned, *_ = bench_credit.verdict.mean_field([], {}, {f})
     assert abs(learned[f] - (6 - 22 ** 0.5) / 2) < 1e-6
 
 
@@ -85,7 +85,7 @@ def test_the_solvers_read_a_caught_clause_by_hand():
     .25·(1 − .25), both bugs .25·(1 − .25·.5); f's bugs are caught more often, so f takes more of the blame.
     A version of h that shares no clause with them is solved apart."""
     bench_credit = _bench_credit()
-    caught = bench_credit.didpo.Caught
+    caught = bench_credit.verdict.Caught
     a, b = ("f", ("a",)), ("g", ("b",))
     q, _ = bench_credit.exact([caught({a, b})], {}, {a})
     assert q[b] == 0.0 and abs(q[a] - 2 / 3) < 1e-9
@@ -97,12 +97,12 @@ def test_the_solvers_read_a_caught_clause_by_hand():
 
 
 def test_every_solver_reads_versions_that_behave_apart_by_hand():
-    """Two free versions of f in no clause, apart (both correct weighs A = didpo.APART): exact and oracle (ρ = 1/2)
+    """Two free versions of f in no clause, apart (both correct weighs A = verdict.APART): exact and oracle (ρ = 1/2)
     enumerate (ok, ok) A/4, (ok, bug) 1/4, (bug, ok) 1/4, (bug, bug) 1/4, so q = (1 + A)/(3 + A); mean field's fixed
     point q = (1 − (1 − A)q)/(2 − (1 − A)q) is the root of (1 − A)q² − (3 − A)q + 1. Apart from a verified version,
     the odds are A: q = A/(1 + A)."""
     bench_credit = _bench_credit()
-    A = bench_credit.didpo.APART
+    A = bench_credit.verdict.APART
     u, w, v = ("f", ("u",)), ("f", ("w",)), ("f", ("v",))
     apart = {u: [w], w: [u]}
     root = ((3 - A) - ((3 - A) ** 2 - 4 * (1 - A)) ** 0.5) / (2 * (1 - A))

@@ -14,9 +14,11 @@ import torch
 import credit
 import didpo
 import env
+import models
 import rollout
 import sandbox
 import tasks
+import verdict
 from protocol import chat, functions
 from tools import explain
 
@@ -220,10 +222,10 @@ def test_verdict_posterior_by_hand(tiny_tokenizer):
     group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1)
              for f, g in [(F_OK, G_OK), (f_ok2, G_BAD), (F_BAD, g_bad2)]]
     assert [tr.reward for tr in group] == [1.0, 0.0, 0.0]
-    pieces, q, escape = didpo.verdict(group)[:3]
+    pieces, q, escape = verdict.posterior(group)[:3]
     q = {lines[1]: v for (f, lines), v in q.items()}
     assert q["s = a+b"] == q["y = x*3"] == 1.0 and q["s = a-b"] == 0.0   # verified; fails its public test
-    assert q["y = x*5"] == didpo.PRIOR                                    # trajectory 2's loss is F_BAD's
+    assert q["y = x*5"] == verdict.PRIOR                                    # trajectory 2's loss is F_BAD's
     f1, g1 = q["s = b+a"], q["y = x*4"]
     assert g1 == pytest.approx((1 - f1) / (2 - f1), abs=1e-6)
     assert f1 / (1 - f1) == pytest.approx((8 - f1) / ((2 - f1) * (4 - f1)), abs=1e-6)
@@ -258,6 +260,29 @@ def test_didpo_group_mean_by_hand_shows_pitfall_b(wf):
     assert values(tr, a, 0, region(tr.turns[0], F_OK)) == {-0.75}    # the correct f of a failed trajectory ...
     assert values(tr, a, 0, region(tr.turns[0], G_BAD)) == {-0.25}   # ... ranks below its buggy g
     assert values(wf[0], advs[0], 0, region(wf[0].turns[0], F_OK)) == {1.25}
+
+
+def test_the_paper_setting_is_the_reference_estimator_by_hand(wf, sr3):
+    """AdvConfig.paper(): A^D_m = G_{i,t} − mean over the anchor's members, η = 0.8, and none of the departures;
+    Â = A^E + A^D on a member's tokens, A^E elsewhere (didpo's module docstring, the reference's formulas)."""
+    cfg = didpo.AdvConfig.paper()
+    assert (cfg.baseline, cfg.eta, cfg.verdict, cfg.survive, cfg.lift_contrast, cfg.hunk_exclusion,
+            cfg.docstring_blind, cfg.line_scope) == ("group_mean", 0.8, False, False, False, False, False, False)
+    advs = didpo.compute_advantages(wf, cfg)
+    _masked_zero(wf, advs)
+    # R = 1, 0, 0, 0: A^E = .75, -.25, -.25, -.25. f ok is held by 0, 1 (G = 1, 0): A^D = +.5, -.5; f bad by 2, 3
+    # (G = 0, 0): A^D = 0. g ok by 0, 2: +.5, -.5; g bad by 1, 3: 0.
+    want = [(F_OK, 1.25, G_OK, 1.25), (F_OK, -0.75, G_BAD, -0.25), (F_BAD, -0.25, G_OK, -0.75),
+            (F_BAD, -0.25, G_BAD, -0.25)]
+    for tr, a, (f, af, g, ag), ae in zip(wf, advs, want, (0.75, -0.25, -0.25, -0.25)):
+        rf, rg = region(tr.turns[0], f), region(tr.turns[0], g)
+        assert values(tr, a, 0, rf) == {af} and values(tr, a, 0, rg) == {ag}
+        assert outside(tr, a, 0, [rf, rg]) == {ae}
+    # Two turns, γ = .5: G_{i,t} per member, not G_{i,1}. f ok members A1, B1 (1.25, .5) -> ±.375 on A^E = 1, -.5;
+    # g ok members A2, C2 (1.5, .5) -> ±.5 on A^E = 1, -.5.
+    advs = didpo.compute_advantages(sr3, didpo.AdvConfig.paper(gamma=0.5))
+    for i, t, code, want in [(0, 0, F_OK, 1.375), (1, 0, F_OK, -0.875), (0, 1, G_OK, 1.5), (2, 1, G_OK, -1.0)]:
+        assert values(sr3[i], advs[i], t, region(sr3[i].turns[t], code)) == {want}
 
 
 def test_multi_turn_returns_gigpo_and_didpo_by_hand(sr3):
@@ -299,7 +324,7 @@ def test_reemitted_subdiff_earns_no_diff_credit(tiny_tokenizer):
     assert values(tr, on.token_adv[0], 1, region(tr.turns[1], G_OK)) == {ae}
     # f bad, replaced in turn 2: no evidence on it (traj 2's loss is explained by g bad, convicted by traj 1): q = 1/2,
     # A^V = s·(1/2 − q̄), s = 1 (mean_norm), q̄ = the mean over trajectories of the mean q of the pieces each wrote
-    pieces, q = didpo.verdict(group)[:2]
+    pieces, q = verdict.posterior(group)[:2]
     assert (qf := q[("f", ("def f(a, b):", "s = a-b", "return s"))]) == pytest.approx(0.5)
     mid = round(qf - sum(sum(q[u] for _, u, _ in ps) / len(ps) for ps in pieces) / len(pieces), 5)
     assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {mid}
@@ -447,7 +472,7 @@ def test_verdict_and_ridge_beat_contrast_on_a_messy_scenario():
     import rollout
     from bench import credit as bench
 
-    tok = transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())
+    tok = transformers.AutoTokenizer.from_pretrained(models.embedded_model_dir())
     regions = bench.MESSY_TASKS[2]
     task = bench.messy_task(2, regions)
     public_ok = [[True] * 6 for _ in regions]  # only the repair and rewrite scenarios read it
@@ -530,10 +555,10 @@ def test_glue_in_every_workspace_takes_no_blame(tiny_tokenizer):
     group = [rollout.replay(task, [f"Here.\n```python\nimport math\n\ndef sum_to(n):\n    {b}\n```\nfinish\n"],
                             tiny_tokenizer, max_turns=1, shaping_coef=1.0) for b in bodies + bodies[:2]]
     assert [tr.reward for tr in group] == [0.0] * 5 and [tr.turns[0].reward for tr in group] == [1, 1, 0, 1, 1]
-    q = {u: v for u, v in didpo.verdict(group)[1].items()}
-    assert q[("", ("import math",))] == didpo.PRIOR
+    q = {u: v for u, v in verdict.posterior(group)[1].items()}
+    assert q[("", ("import math",))] == verdict.PRIOR
     assert all(v < 1e-6 for u, v in q.items() if u[0] == "sum_to")
-    same = didpo.verdict(group[1:2] * 3)[1]  # a function every trajectory got wrong (it passed its public test)
+    same = verdict.posterior(group[1:2] * 3)[1]  # a function every trajectory got wrong (it passed its public test)
     assert [v for u, v in same.items() if u[0] == "sum_to"] < [1e-6]
 
 
@@ -558,12 +583,12 @@ def test_tests_that_name_no_function_judge_the_program(tiny_tokenizer):
              rollout.replay(task, [program("n * (n + 1) // 2", "finish\n")], tiny_tokenizer, max_turns=1)]
     assert [tr.reward for tr in group] == [1.0, 0.0]
     assert [list(t.public.values()) for t in group[0].turns] == [[False], [True]]
-    q = {u[1][-1]: v for u, v in didpo.verdict(group)[1].items() if u[0] == "main"}
+    q = {u[1][-1]: v for u, v in verdict.posterior(group)[1].items() if u[0] == "main"}
     assert q["print(max(n, 0) * (n + 1) // 2)"] == 1.0 and q["print(n * (n - 1) // 2)"] < 1e-6
     assert q["print(n * (n + 1) // 2)"] < 1e-6   # passed its public test, lost: the glue is verified
     script = "Here.\n```python\nn = int(input())\nprint(n * (n + 1) // 2)\n```\nfinish\n"  # top level only:
     script = rollout.replay(task, [script], tiny_tokenizer, max_turns=1)                    # the program, not glue
-    assert [v for u, v in didpo.verdict([script] * 3)[1].items()] < [1e-6]
+    assert [v for u, v in verdict.posterior([script] * 3)[1].items()] < [1e-6]
 
 
 def test_a_failed_program_test_convicts_what_was_not_seen_passing_it(tiny_tokenizer):
@@ -583,7 +608,7 @@ def test_a_failed_program_test_convicts_what_was_not_seen_passing_it(tiny_tokeni
              for a, b in [(a1, b1), (a1, b2), ("x + 1", "y * 2")]]
     assert [tr.reward for tr in group] == [0.0, 0.0, 1.0]
     assert [list(tr.turns[0].public.values()) for tr in group] == [[True], [False], [True]]
-    _, q, escape = didpo.verdict(group)[:3]
+    _, q, escape = verdict.posterior(group)[:3]
     q = {u[1][-1].removeprefix("return "): v for u, v in q.items() if u[0]}
     assert q[b2] < 1e-6 and q["x + 1"] == q["y * 2"] == 1.0
     qa, qb = 0.5, 0.5
@@ -610,7 +635,7 @@ def test_data_in_a_test_names_no_function(tiny_tokenizer):
                         max_turns=2)
     assert tr.reward == 1.0 and [list(t.public.values()) for t in tr.turns] == [[False], [True]]
     assert functions.tests_naming(tr.turns[0].public) == {}
-    q = {u[1][-1]: v for u, v in didpo.verdict([tr])[1].items()}
+    q = {u[1][-1]: v for u, v in verdict.posterior([tr])[1].items()}
     assert q["return len(s.split())"] == q["return f'{n} words'"] == 1.0 and q["return f'{n + 1} words'"] < 1e-6
 
 
@@ -626,7 +651,7 @@ def test_a_failure_a_callee_may_share_is_a_clause(tiny_tokenizer):
         return f"Here.\n```python\ndef h(x):\n    return {h}\n\ndef f(x):\n    return h(x) * 2 + 1\n```\n{end}"
     tr = rollout.replay(task, [file("x - 1"), file("x + 1", "finish\n")], tiny_tokenizer, max_turns=2)
     assert tr.reward == 1.0 and [list(t.public.values()) for t in tr.turns] == [[False], [True]]
-    q = {u[1][-1]: v for u, v in didpo.verdict([tr])[1].items()}
+    q = {u[1][-1]: v for u, v in verdict.posterior([tr])[1].items()}
     assert q["return x + 1"] == q["return h(x) * 2 + 1"] == 1.0 and q["return x - 1"] < 1e-6
 
 
@@ -652,8 +677,8 @@ def test_a_function_holds_its_decorators_and_strings():
                     "fib": ["@cache", "@other(1)", "def fib(n):", "    return n", ""]}
     assert wrote == {"": [(0, 1), (1, 2)], "fib": [(k, k + 1) for k in range(2, 7)], "A": [(7, 8), (8, 9), (9, 10)]}
     plain = env.Turn(response="", files_after={"solution.py": src.replace("@cache\n", "")})
-    assert didpo._version(functions.written_functions(plain)[1], "fib") != didpo._version(body, "fib")
-    assert didpo._version(functions.written_functions(plain)[1], "") == didpo._version(body, "")
+    assert verdict._version(functions.written_functions(plain)[1], "fib") != verdict._version(body, "fib")
+    assert verdict._version(functions.written_functions(plain)[1], "") == verdict._version(body, "")
     text = 'import sys\n\n@cache\ndef fib(n):\n    doc = """a\nat column 0\n"""\n    return n\nx = f(\n    1)\n'
     assert functions.statements(text.splitlines()) == ([0, 2, 8], ["", "fib", ""])
     assert functions.statements("def f(:\n    x\nb\n    y\n".splitlines()) == ([0, 2], ["f", ""])
@@ -670,7 +695,7 @@ def test_a_docstring_does_not_make_another_version(tiny_tokenizer):
     three = F_OK.replace(":\n", ":\n    r\'\'\'The sum\n\n    of a and b.\'\'\'  # doc\n", 1)
     group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in [(one, G_OK), (three, G_BAD)]]
     assert [tr.reward for tr in group] == [1.0, 0.0]
-    pieces, q = didpo.verdict(group)[:2]
+    pieces, q = verdict.posterior(group)[:2]
     assert pieces[0][0][1] == pieces[1][0][1] == ("f", ("def f(a, b):", "s = a+b", "return s"))
     assert q[pieces[1][0][1]] == 1.0 and q[pieces[1][1][1]] < 0.01  # the loser's g is the bug
     kept = ["def f(a,", "b):", "'x'.join(a)", "return a", "def g():", '"""open', "return 1"]
@@ -685,19 +710,19 @@ def test_mean_field_takes_rates_learned_elsewhere():
     reads (6 − √22)/2 (bench/credit.py's test works it by hand). A caught clause {u of f, w of g} where g's bugs
     always escape (π_g ≈ 1) is f's bug: u's P(caught) and its 1 − q go to 1."""
     f, g = ("f", ("x",)), ("g", ("y",))
-    q, pi, caught = didpo.mean_field([], {}, {f, g}, rates=({"f": 0.8}, {"f": 0.5}))
+    q, pi, caught = verdict.mean_field([], {}, {f, g}, rates=({"f": 0.8}, {"f": 0.5}))
     assert abs(q[f] - 8 / 9) < 1e-9 and pi["f"] == 0.5 and caught == {}
     assert abs(q[g] - (6 - 22 ** 0.5) / 2) < 1e-6
-    q, _, caught = didpo.mean_field([didpo.Caught({f, g})], {}, rates=({}, {"f": 0.5, "g": 1 - 1e-9}))
+    q, _, caught = verdict.mean_field([verdict.Caught({f, g})], {}, rates=({}, {"f": 0.5, "g": 1 - 1e-9}))
     assert caught[f] > 0.99 and q[f] < 0.01 and caught[g] < 1e-6
 
 
 def test_the_verdict_is_the_same_in_every_process():
     """mean_field updates versions one after another, so their order changes q beyond rounding: it must not
     follow set order, which Python's per-process string hash seed decides (two runs crediting one group differently)."""
-    code = ("import didpo; cs = [{('f', (str(i),)), ('g', (str(i + 1),)), ('h', (str(i % 3),))} for i in range(12)]; "
-            "cs += [didpo.Caught(c) for c in cs[::3]]; "  # caught clauses: three states
-            "print(repr(sorted(didpo.mean_field(cs, {}, {('f', ('2',))})[0].items())))")
+    code = ("import verdict; cs = [{('f', (str(i),)), ('g', (str(i + 1),)), ('h', (str(i % 3),))} for i in range(12)]; "
+            "cs += [verdict.Caught(c) for c in cs[::3]]; "  # caught clauses: three states
+            "print(repr(sorted(verdict.mean_field(cs, {}, {('f', ('2',))})[0].items())))")
     root = Path(__file__).resolve().parents[1]
     outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
@@ -790,7 +815,7 @@ def test_versions_that_behave_apart_are_not_both_correct(tiny_tokenizer):
         group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1, probe=probe) for f, g in plan]
         assert [tr.reward for tr in group] == [0.0] * 3 and all(all(tr.turns[0].public.values()) for tr in group)
         assert all(set(tr.turns[0].behaviour or {}) == ({"f", "g"} if probe else set()) for tr in group)
-        pieces, q[probe] = didpo.verdict(group)[:2]
+        pieces, q[probe] = verdict.posterior(group)[:2]
         f, g = (u for _, u, _ in pieces[1])
     assert abs(q[False][f] - q[False][g]) < 0.01, q[False]
     assert q[True][f] < q[True][g] - 0.1, q[True]
@@ -811,6 +836,6 @@ def test_inputs_where_verified_versions_differ_are_outside_the_task(tiny_tokeniz
     group = [rollout.replay(probed_task(), [whole(f, g)], tiny_tokenizer, max_turns=1)
              for f, g in [(F_OK, G_OK), (f_dom, G_OK), (f_dom2, G_ESC)]]
     assert [tr.reward for tr in group] == [1.0, 1.0, 0.0]
-    pieces, q = didpo.verdict(group)[:2]
+    pieces, q = verdict.posterior(group)[:2]
     f, g = (u for _, u, _ in pieces[2])
     assert q[f] > q[g] + 0.3, (q[f], q[g])

@@ -181,6 +181,12 @@ def test_twins_stay_apart_and_every_combination_is_credited_by_blocks():
     assert set(an) == {"s = a+b\nreturn s", "s = a-b\nreturn s", "y = x*3\nreturn y", "y = x*4\nreturn y"}
     assert sorted(an["s = a+b\nreturn s"].trajs) == [0, 1, 4] and sorted(an["s = a-b\nreturn s"].trajs) == [2, 3, 5]
     assert all(a.contrast for a in an.values())
+    # hunk_exclusion=False (the paper's pool): where each combination is written whole three times, its hunk
+    # (f and g within 2·context lines) outranks its blocks and takes their lines; by default the blocks keep them
+    group = wf_group([(1, 0)] * 3 + [(0, 1)] * 3 + [(1, 1), (0, 0)])
+    assert {a.level for a in diffs.find_anchors(group).anchors} == {"block"}
+    paper = diffs.find_anchors(group, hunk_exclusion=False).anchors
+    assert [sorted(a.trajs) for a in paper if a.level == "hunk"] == [[0, 1, 2], [3, 4, 5]]
 
 
 def _sub(text: str, traj: int, parts=(), kind: str = "add") -> diffs.SubDiff:
@@ -251,6 +257,10 @@ def test_a_docstring_is_in_no_units_text():
     assert [len(c.units) for c in found[1] if c.text == "s = a+b\nreturn s"] == [4]
     class_doc = "class A:\n    \'\'\'A thing with a long docstring.\'\'\'\n    def m(self):\n        return 1\n"
     assert not [c for c in diffs.candidates(episode_turns([whole(class_doc, G_OK)])[0], 0, 0) if "docstring" in c.text]
+    # docstring_blind=False (the paper's units): the docstring is in f's texts, and its own line a line unit
+    paper = diffs.candidates(episode_turns([whole(doc, G_OK)])[0], 0, 0, docstring_blind=False)
+    assert ("block", "s = a+b\nreturn s") not in {(c.level, c.text) for c in paper}
+    assert any(c.level == "line" and "the caller expects them" in c.text for c in paper)
 
 
 def test_universal_anchor_ranks_below_anchors_with_contrast():
@@ -265,6 +275,9 @@ def test_universal_anchor_ranks_below_anchors_with_contrast():
     assert uni and all(not a.contrast for a in res.anchors[len(res.anchors) - len(uni):])  # ranked last
     assert max(a.gs for a in uni) > by_text["s = a+b"].gs        # although its GS is higher
     assert by_text["s = a+b"].kept and by_text["s = a-b"].kept
+    # lift_contrast=False (the paper's rank, GS alone): the universal helper ranks first and takes the lines it covers
+    paper = diffs.find_anchors(group, lift_contrast=False)
+    assert not paper.anchors[0].contrast and all(a.rank == a.gs for a in paper.anchors)
 
 
 def test_cut_is_non_overlapping_and_K_bounds_anchors():

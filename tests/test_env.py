@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import env
+import models
 import rollout
 import sandbox
 import tasks
@@ -587,8 +588,7 @@ def tokenizers(tiny):
     """The ChatML fixture tokenizer and SmolLM2's own (converted once into $DIDPO_CACHE by rollout)."""
     import transformers
 
-    import rollout
-    return [tiny, transformers.AutoTokenizer.from_pretrained(rollout.embedded_model_dir())]
+    return [tiny, transformers.AutoTokenizer.from_pretrained(models.embedded_model_dir())]
 
 
 def test_prompt_and_observation_ids_equal_the_template_rendering(tiny_tokenizer):

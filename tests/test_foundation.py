@@ -1,4 +1,4 @@
-"""The fixtures and `rollout.load_model`: every kind of model name."""
+"""The fixtures and `models.load_model`: every kind of model name."""
 
 import os
 import subprocess
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import models
 import rollout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,15 +37,15 @@ def test_tiny_model_runs(tiny_model, tiny_tokenizer):
 
 
 def test_load_model_local_dir(tiny_model_dir, tiny_model):
-    model, tok = rollout.load_model(str(tiny_model_dir))
+    model, tok = models.load_model(str(tiny_model_dir))
     ids = torch.tensor([tok.encode("return a + b")])
     torch.testing.assert_close(model(ids).logits, tiny_model(ids).logits)
 
 
 def test_resolve_hub_ids_and_aliases():
-    assert rollout.resolve("Qwen2.5-7B-Coder") == "Qwen/Qwen2.5-Coder-7B-Instruct"
-    assert rollout.resolve("Qwen2.5-1.5B-Coder") == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
-    assert rollout.resolve("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen/Qwen2.5-Coder-7B-Instruct"
+    assert models.resolve("Qwen2.5-7B-Coder") == "Qwen/Qwen2.5-Coder-7B-Instruct"
+    assert models.resolve("Qwen2.5-1.5B-Coder") == "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    assert models.resolve("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen/Qwen2.5-Coder-7B-Instruct"
 
 
 def test_hub_id_goes_through_from_pretrained(monkeypatch):
@@ -58,14 +59,14 @@ def test_hub_id_goes_through_from_pretrained(monkeypatch):
 
     monkeypatch.setattr(rollout.transformers.AutoTokenizer, "from_pretrained", fake)
     with pytest.raises(OSError):
-        rollout.load_model("Qwen2.5-7B-Coder")
+        models.load_model("Qwen2.5-7B-Coder")
     assert seen == ["Qwen/Qwen2.5-Coder-7B-Instruct"]
 
 
 @pytest.mark.parametrize("bad", ["no-such-model", "./missing/dir", "a b/c"])
 def test_unknown_name_is_one_clear_line(bad):
     with pytest.raises(ValueError) as e:
-        rollout.resolve(bad)
+        models.resolve(bad)
     msg = str(e.value)
     assert "\n" not in msg and bad in msg and "Qwen2.5-7B-Coder" in msg and "smollm2-135m" in msg
 
@@ -74,8 +75,8 @@ def test_embedded_model_converts_once_then_reloads_fast(tmp_path):
     """First load converts the packaged GGUF; a second process reuses the cache."""
     env = {**os.environ, "DIDPO_CACHE": str(tmp_path)}
     script = (
-        "import time, rollout, torch\n"
-        "t = time.time(); m, tok = rollout.load_model('smollm2-135m'); dt = time.time() - t\n"
+        "import time, models, torch\n"
+        "t = time.time(); m, tok = models.load_model('smollm2-135m'); dt = time.time() - t\n"
         "ids = tok.apply_chat_template([{'role': 'user', 'content': 'Say hi.'}], add_generation_prompt=True,"
         " return_dict=True, return_tensors='pt')\n"
         "out = m.generate(**ids, max_new_tokens=8, do_sample=False)\n"

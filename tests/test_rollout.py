@@ -17,6 +17,7 @@ import torch
 import transformers
 
 import env
+import models
 import rollout
 import sandbox
 import tasks
@@ -357,7 +358,7 @@ def test_rollout_tiny_model_end_to_end(data_tasks, tiny_model, tiny_tokenizer, m
 
 @pytest.fixture(scope="module")
 def smollm2():
-    return rollout.load_model("smollm2-135m")
+    return models.load_model("smollm2-135m")
 
 
 def test_rollout_smollm2_on_data_task(data_tasks, smollm2):

@@ -232,10 +232,10 @@ def test_resume_is_exact_and_survives_a_kill(tmp_path, tiny_model_dir):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "ignoring incomplete checkpoint" in r.stderr
     assert _metrics(resumed) == _metrics(straight)
-    import rollout
+    import models
 
-    a, _ = rollout.load_model(str(straight / "export"))
-    b, _ = rollout.load_model(str(resumed / "export"))
+    a, _ = models.load_model(str(straight / "export"))
+    b, _ = models.load_model(str(resumed / "export"))
     for (n, p), q in zip(a.named_parameters(), b.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0, msg=n)
 
@@ -346,7 +346,7 @@ def test_embedded_default_one_step(tmp_path):
 def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, tiny_tokenizer):
     import copy
 
-    import rollout
+    import models
     import train
     from trainer import checkpoint
 
@@ -356,7 +356,7 @@ def test_export_round_trip_gives_the_learners_log_probs(tmp_path, tiny_model, ti
         for p in policy.parameters():
             p.add_(0.01 * torch.randn_like(p))
     checkpoint.export(policy, tiny_tokenizer, tmp_path / "export")
-    model, tok = rollout.load_model(str(tmp_path / "export"))
+    model, tok = models.load_model(str(tmp_path / "export"))
     ids = torch.tensor([tiny_tokenizer.encode("def add(a, b):\n    return a + b\n")])
     with torch.no_grad():
         want = policy(ids, torch.ones_like(ids))[0]
@@ -458,3 +458,33 @@ def test_ranks_sample_apart_and_a_resumed_step_samples_the_same(tiny_model, tiny
 
     assert draw(0) != draw(1)
     assert draw(1) == draw(1)
+
+
+@pytest.mark.parametrize("overrides,probes", [({}, 1), ({"verdict": False}, 0), ({"algo": "grpo"}, 0),
+                                              ({"algo": "gigpo"}, 0), ({"paper": True}, 0)],
+                         ids=["default", "no-verdict", "grpo", "gigpo", "paper"])
+def test_the_behaviour_probe_runs_only_where_the_verdict_reads_it(overrides, probes, monkeypatch, tiny_tokenizer):
+    """Sandbox runs of one scripted turn through the real rollout loop under train's env config: the grade,
+    and the behaviour probe only for didpo with its verdict."""
+    import dataclasses
+
+    import rollout
+    import sandbox
+    import tasks
+    import train
+    from protocol import behaviour
+
+    runs, real = [], sandbox.execute
+
+    def counted(files, argv, *a, **kw):
+        runs.append(argv)
+        return real(files, argv, *a, **kw)
+
+    monkeypatch.setattr(sandbox, "execute", counted)
+    env_cfg = dataclasses.replace(train.env_config(train.resolve_config(overrides)), max_turns=1)
+    task = tasks.load("data/tasks.jsonl")[0]  # didpo/add
+    sampler = rollout.ScriptedSampler(tiny_tokenizer, [["```python\ndef add(a, b):\n    return a + b\n```"]])
+    group = rollout.rollout([task], sampler, tiny_tokenizer, env_cfg, n=1, sampling=rollout.Sampling(max_tokens=64))
+    assert group[0][0].turns[0].public and all(group[0][0].turns[0].public.values())  # graded: the tests ran
+    assert sum(behaviour.PROBE in argv for argv in runs) == probes
+    assert (group[0][0].turns[0].behaviour is not None) == bool(probes)

@@ -123,7 +123,7 @@ def test_export_in_bf16_with_the_config_saying_so(tmp_path, tiny_model, tiny_tok
 
     from safetensors import safe_open
 
-    import rollout
+    import models
     import train
     from trainer import checkpoint
 
@@ -134,7 +134,7 @@ def test_export_in_bf16_with_the_config_saying_so(tmp_path, tiny_model, tiny_tok
     assert conf.get("dtype", conf.get("torch_dtype")) == "bfloat16"
     with safe_open(str(tmp_path / "export" / "model.safetensors"), "pt") as f:
         assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"BF16"}
-    model, _ = rollout.load_model(str(tmp_path / "export"), dtype="auto")
+    model, _ = models.load_model(str(tmp_path / "export"), dtype="auto")
     assert model.dtype == torch.bfloat16
     for n, p in train.full_named_parameters(policy):
         torch.testing.assert_close(dict(model.named_parameters())[n], p.to(torch.bfloat16), rtol=0, atol=0)

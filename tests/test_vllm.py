@@ -19,6 +19,7 @@ from conftest import build_tiny_tokenizer
 from test_rollout import check_layout, forward_logprobs
 
 import env
+import models
 import rollout
 import tasks
 from protocol import chat
@@ -42,7 +43,7 @@ def bf16_close(gap: torch.Tensor) -> bool:
 
 @pytest.fixture(scope="module")
 def hf():
-    model, tok = rollout.load_model("smollm2-135m")
+    model, tok = models.load_model("smollm2-135m")
     # Round the weights to bf16, as the engine holds them, and compute in fp32.
     return model.to(torch.bfloat16).to(torch.float32), tok
 
