@@ -17,7 +17,8 @@ Provenance: after each turn, `Turn.origin[path][i]` is the char range [a, b) of
 was carried over. Inside an edited region, old and new lines are aligned by an
 exact LCS (protocol.lines.align, the aligner diffs.py uses too); a new line
 equal to the old line it is aligned with is carried over (keeps its old
-origin), so re-emitted code never earns credit. `response[a:b]` is exactly the
+origin), so re-emitted code never earns diff credit; `Turn.emitted` keeps the range of every line the
+response wrote, re-emissions included (the verdict credits a re-emitted version). `response[a:b]` is exactly the
 line's text, except when a SEARCH block matched only after re-indenting
 (protocol/actions.py): then the line is `indent + response[a:b]`.
 Lines are `text.split("\\n")` without the empty piece after a final newline;
@@ -53,6 +54,8 @@ class Turn:
     files_after: dict[str, str] = field(default_factory=dict)
     # origin[path][line_no] = char range in `response` that wrote that line of files_after[path]; None if carried over.
     origin: dict[str, list[Range | None]] = field(default_factory=dict)
+    # emitted[path][line_no]: as origin, but lines this turn re-emitted unchanged keep their range too.
+    emitted: dict[str, list[Range | None]] = field(default_factory=dict)
     observation: str = ""
     reward: float = 0.0                # step reward r_t (penalty + shaping); the final reward is NOT in it
     # public[test] = passed, for each public test run on S_t after this turn (as the model sees the
@@ -85,7 +88,8 @@ class Trajectory:
         for t in d.pop("turns"):
             t["span"] = tuple(t["span"])
             t["offsets"] = [tuple(o) for o in t["offsets"]]
-            t["origin"] = {p: [tuple(r) if r is not None else None for r in rs] for p, rs in t["origin"].items()}
+            for key in ("origin", "emitted"):
+                t[key] = {p: [tuple(r) if r is not None else None for r in rs] for p, rs in t.get(key, {}).items()}
             turns.append(Turn(**t))
         return Trajectory(turns=turns, **d)
 
@@ -176,22 +180,23 @@ class Episode:
             _PHI0[key] = sum(v.passed for v in vs) / len(self.task.public_tests)
         return _PHI0[key]
 
-    def _apply(self, a: Action, origins: dict[str, list]) -> list[tuple[str, list[str], list, str]]:
-        """Apply one edit to the workspace copy in `origins`' frame; (path, lines, origin, message) per file."""
+    def _apply(self, a: Action, origins: dict[str, list], restore: bool = True) -> list[tuple[str, list, list, str]]:
+        """Apply one edit to the workspace copy in `origins`' frame; (path, lines, origin, message) per file.
+        restore=False: re-emitted lines keep their new ranges (the emitted frame)."""
         n, entry = self.cfg.feedback_chars, self.task.entry
         if a.kind == "diff":
-            return apply_diff(self.files, origins, a, entry, n)
+            return apply_diff(self.files, origins, a, entry, n, restore)
         path = check_path(a.path or entry)
         lines, origin = lines_of(self.files.get(path, "")), origins.get(path, [])
         if a.kind == "write":
             new = [ln.text for ln in a.lines]
             verb = "written" if path in self.files else "created"
-            return [(path, new, carry(lines, origin, new, [ln.range for ln in a.lines]),
+            return [(path, new, carry(lines, origin, new, [ln.range for ln in a.lines], restore),
                      f"{path}: {verb} ({len(new)} line{'s' * (len(new) != 1)}).")]
         if path not in self.files and any(s.strip() for s in a.search):
             raise Refused(f"{path}: no such file; existing files: {', '.join(sorted(self.files))}")
         a.path = path
-        return [(path, *apply_search_replace(lines, origin, a, n))]
+        return [(path, *apply_search_replace(lines, origin, a, n, restore))]
 
     def act(self, response: str) -> sandbox.GradeJob | None:
         """Parse and apply the response's actions, append a Turn; return the public-test job, or None."""
@@ -201,6 +206,7 @@ class Episode:
             raise RuntimeError("act() called twice without observe(); call observe(verdicts) first")
         before = dict(self.files)
         origins: dict[str, list] = {p: [None] * len(lines_of(t)) for p, t in self.files.items()}
+        emitted = {p: list(o) for p, o in origins.items()}
         msgs, kinds, edited = [], [], set()
         edits = ok = 0
         valid = run = finish = False
@@ -221,9 +227,10 @@ class Episode:
                     results = self._apply(a, origins)
                     if len(set(self.files) | {r[0] for r in results}) > MAX_FILES:
                         raise Refused(f"the workspace is limited to {MAX_FILES} files", invalid=True)
+                    echo = {r[0]: r[2] for r in self._apply(a, emitted, restore=False)}
                     for path, lines, origin, msg in results:
                         self.files[path] = join(lines)
-                        origins[path] = origin
+                        origins[path], emitted[path] = origin, echo[path]
                         edited.add(path)
                         msgs.append(msg + (f" Note: {a.note}." if a.note else ""))
                     ok += 1
@@ -240,7 +247,8 @@ class Episode:
         if (ok or run and not (finish and not self.cfg.shaping_coef)) and self.task.public_tests and not entry_bad:
             job = self._public_job()
         self.turns.append(Turn(response=response, action=",".join(kinds), applied=edits > 0 and ok == edits,
-                               files_before=before, files_after=dict(self.files), origin=origins))
+                               files_before=before, files_after=dict(self.files), origin=origins,
+                               emitted=emitted))
         self._job = job
         self._pending = dict(msgs=msgs, valid=valid, errors=errors, finish=finish, run=run,
                              changed=ok > 0, entry_bad=entry_bad)

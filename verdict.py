@@ -7,7 +7,8 @@ didpo.py computes the paper's credit; with AdvConfig.verdict (default; --no-verd
 the behaviour probe) `attach` adds A^V. Derivations: DESIGN.md §3 step 6b.
 
 A version u = (f, f's normalized lines, docstrings dropped) of a top-level def/class f ("" for the glue) in
-the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u. u is correct (prior 1/2),
+the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u, or re-emitted unchanged
+where i wrote u before (Turn.emitted: no diff, but the same version's credit). u is correct (prior 1/2),
 an escaped bug ((1/2)·π_f) or a caught bug ((1/2)(1 − π_f)); π_f = how often f's bugs pass f's public tests.
 Evidence (Turn.public after each turn, and R):
   u fails the public tests that name f  ⇒ u is caught (a clause {u, f's callees} if those fail theirs too)
@@ -85,6 +86,10 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
                         clauses.append({version[f]} | {version.get(g) or _version(body, g) for g in calls()})
                     else:
                         (passed if ok else bugs).add(version[f])
+            mine = {u for _, u, _ in pieces[i]}
+            for f, rs in written_functions(turn, emitted=True)[0].items():  # re-emitted whole, unchanged: credited
+                if f and f not in wrote and (u := version.get(f) or _version(body, f)) in mine:  # as it was written
+                    pieces[i].append((t, u, rs))
             if broke:  # some version of S_t is a bug (that one, if it is alone there)
                 (bugs.update if len(body) == 1 else clauses.append)(Caught(version.values()))
             elif program:  # a pass for each version it wrote

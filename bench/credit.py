@@ -42,7 +42,9 @@ p = 1/2, WF or SR), `skill` (one skill per trajectory, 0.15/0.5/0.85, correlated
 `imbalanced SR` (one function right 15% of the time, the others 85%), `repair` (whole file, then a
 search/replace fix of each function whose public test failed), `rewrite` (whole file, then the
 whole file again: parts already right re-emitted unchanged, so only rewritten functions are
-scored), `helper WF` (digits/digit_sum: a helper bug breaks its caller's tests), `stdio WF` (variants WF
+scored), `reemit WF` (the same trajectories, every function of every whole file scored: a losing
+trajectory's re-emitted correct function must outrank its bugs), `helper WF` (digits/digit_sum: a helper
+bug breaks its caller's tests), `stdio WF` (variants WF
 as a stdin program: the same top-level glue in every file reads one line per function and prints the
 results; its tests feed stdin and name no function, so a failed public test says only that some function
 of the program is wrong, as in LiveCodeBench). Each messy task
@@ -86,6 +88,12 @@ Measured (`python bench/credit.py`, seeds 0,1, the worst of the two; acc / AUC; 
     stdio WF bin G=32       0%  0.82/0.92  0.91/0.92  0.99/1.00             1.00/1.00  1.00/1.00  1.00/1.00
     stdio WF gra G=8        1%  0.63/0.76  0.67/0.75  0.92/0.95  0.90/0.95  0.94/0.96  0.92/0.95  0.94/0.96
     stdio WF gra G=32       0%  0.79/0.84  0.88/0.83  0.99/1.00             1.00/1.00  1.00/1.00  1.00/1.00
+    reemit WF bin G=8       8%  0.58/0.70  0.69/0.69  0.97/0.98  0.97/0.98             0.97/0.98  0.98/0.99
+    reemit WF gra G=8       1%  0.62/0.73  0.68/0.71  0.97/0.98  0.97/0.98             0.97/0.98  0.98/0.98
+reemit WF (issue 39's re-emission class): before a re-emitted version was credited as its own piece, its tokens held
+A^E alone, below a loser's bugs: `--only reemit` (seeds 0,1) read 0.95/0.96, 0.98/0.99, 0.92/0.95, 0.95/0.96 (bin
+G = 8, 32, graded G = 8, 32); now 0.97/0.99, 1.00/1.00, 0.98/0.98, 1.00/0.99. A held-out check read 0.55 on its own
+generator of this class; this pool never fell that low, so the 0.55 itself was not reproduced here.
 (the full table, every estimator and column, is what the script prints, in about 10 minutes). The goal is met in
 every column: the default reads >= 0.91/0.95 at G = 8 and >= 0.98/0.99 at G = 32 in every messy cell, 1.00/1.00
 on the clean ones. What carries it is behaviour (didpo's module docstring): the replay probes each workspace's
@@ -355,7 +363,8 @@ def diverge() -> None:
     MESSY_TASKS[:] = [MESSY[0:3], MESSY[3:6], MESSY[6:9]]
     HELPER[2] = MESSY[5]
 # scenario -> what a trajectory does (see plan()); the helper scenario uses the HELPER task only
-SCENARIOS = ("variants WF", "variants SR", "skill WF", "imbalanced SR", "repair", "rewrite", "helper WF", "stdio WF")
+SCENARIOS = ("variants WF", "variants SR", "skill WF", "imbalanced SR", "repair", "rewrite", "helper WF", "stdio WF",
+             "reemit WF")  # a new scenario goes last: the ones before it keep their draws (one rng per seed)
 # scenario -> each function's rate of correct versions, where they are independent (the oracle's ρ_f)
 P_OK = {"variants WF": (0.5,) * 3, "variants SR": (0.5,) * 3, "stdio WF": (0.5,) * 3,
         "imbalanced SR": (0.15, 0.85, 0.85)}
@@ -430,9 +439,10 @@ def plan(scn: str, regions, rng: random.Random, public_ok) -> tuple:
     return style, tuple(turns)
 
 
-def messy_script(regions, p: tuple, tail: str = ""):
-    """(responses, spans): spans = (turn, char start, char end, correct?) of each function a turn wrote anew;
-    a whole file ends with `tail` (a stdio program's top-level code)."""
+def messy_script(regions, p: tuple, tail: str = "", reemit: bool = False):
+    """(responses, spans): spans = (turn, char start, char end, correct?) of each function a turn wrote anew
+    (with reemit, of every function a whole file writes, re-emitted ones too); a whole file ends with `tail`
+    (a stdio program's top-level code)."""
     style, turns = p
     cur: list[int | None] = [None] * 3
     out, spans = [], []
@@ -442,7 +452,7 @@ def messy_script(regions, p: tuple, tail: str = ""):
             resp = f"{THOUGHTS[style]}\n```python\n"
             for j, r in enumerate(regions):
                 code = version_code(r, step[1][j], style)
-                if cur[j] != step[1][j]:  # re-emitted code is not in the diff; it is not scored here
+                if cur[j] != step[1][j] or reemit:  # re-emitted code is not in the diff: scored in reemit WF
                     spans.append((t, len(resp), len(resp) + len(code) - 1, step[1][j] < len(r[2])))
                 resp += code + ("\n\n" if j < 2 else "")
             out.append(resp + ("\n\n" + tail if tail else "") + "```\n" + ("finish\n" if last else ""))
@@ -796,10 +806,10 @@ def main() -> None:
                 keys = []
                 for _ in range(args.pool):
                     pl = plan(scn, regions, rng, public_ok[k])
-                    key = ("messy", task.id, pl)
+                    key = ("messy", task.id, pl) + (("reemit",) if scn == "reemit WF" else ())
                     if key not in jobs:
                         tail = glue(regions) if scn == "stdio WF" else ""
-                        jobs[key] = (task, regions, *messy_script(regions, pl, tail))
+                        jobs[key] = (task, regions, *messy_script(regions, pl, tail, scn == "reemit WF"))
                     keys.append(key)
                 pools.setdefault(seed, {})[(scn, k)] = keys
 

@@ -95,7 +95,8 @@ def closest(hay: list[str], needle: list[str], max_chars: int = 1000) -> str:
     return f"closest region, lines {best + 1}-{best + k} ({score:.0f}% similar):\n{fence(clip(body, max_chars))}"
 
 
-def apply_search_replace(lines: list[str], origin: list, a: Action, max_chars: int) -> tuple[list[str], list, str]:
+def apply_search_replace(lines: list[str], origin: list, a: Action, max_chars: int,
+                         restore: bool = True) -> tuple[list[str], list, str]:
     new = [ln.text for ln in a.lines]
     ranges = [ln.range for ln in a.lines]
     if not [s for s in a.search if s.strip()]:
@@ -122,7 +123,7 @@ def apply_search_replace(lines: list[str], origin: list, a: Action, max_chars: i
                       + closest(lines, a.search, max_chars))
     p, n = hits[0], len(a.search)
     new = [pre + s if s.strip() else s for s in new]
-    mid = carry(lines[p:p + n], origin[p:p + n], new, ranges)
+    mid = carry(lines[p:p + n], origin[p:p + n], new, ranges, restore)
     return lines[:p] + new + lines[p + n:], origin[:p] + mid + origin[p + n:], \
         f"{a.path}: SEARCH/REPLACE applied at lines {p + 1}-{p + n}{note}."
 
@@ -192,7 +193,8 @@ def _hunk_position(lines: list[str], old: list[str], h, lo: int, want: int, numb
     return min(after, key=lambda q: abs(q - want))
 
 
-def _apply_hunk(lines: list[str], origin: list, h, p: int, src: list[Line | None]) -> tuple[list[str], list, int]:
+def _apply_hunk(lines: list[str], origin: list, h, p: int, src: list[Line | None],
+                restore: bool = True) -> tuple[list[str], list, int]:
     """New lines and origins of the hunk placed at line p, and the index after the old lines it replaced.
 
     Context lines keep their origin; each run of '-' lines replaced by a run of
@@ -204,7 +206,7 @@ def _apply_hunk(lines: list[str], origin: list, h, p: int, src: list[Line | None
         if ln is None or ln.is_context:
             new_lines += [t for t, _ in run_new]
             new_origin += carry([lines[k] for k in run_old], [origin[k] for k in run_old],
-                                 [t for t, _ in run_new], [r for _, r in run_new])
+                                 [t for t, _ in run_new], [r for _, r in run_new], restore)
             run_old, run_new = [], []
             if ln is not None:
                 new_lines.append(lines[q])
@@ -220,7 +222,7 @@ def _apply_hunk(lines: list[str], origin: list, h, p: int, src: list[Line | None
 
 
 def apply_diff(files: dict[str, str], origins: dict[str, list], a: Action, entry: str,
-               max_chars: int) -> list[tuple[str, list[str], list, str]]:
+               max_chars: int, restore: bool = True) -> list[tuple[str, list[str], list, str]]:
     """Apply a unified diff atomically; return (path, lines, origin, message) per file, or raise Refused."""
     text, src, unknown = _repair_diff(a.lines, a.path or entry)
     try:
@@ -252,7 +254,7 @@ def apply_diff(files: dict[str, str], origins: dict[str, list], a: Action, entry
             old = [ln.value.rstrip("\n") for ln in h if ln.is_context or ln.is_removed]
             numbered = not (len(h) and h[0].diff_line_no - 1 in unknown)
             p = _hunk_position(lines, old, h, lo, h.source_start - 1 + shift, numbered, path, max_chars)
-            new_lines, new_origin, q = _apply_hunk(lines, origin, h, p, src)
+            new_lines, new_origin, q = _apply_hunk(lines, origin, h, p, src, restore)
             lines, origin = lines[:p] + new_lines + lines[q:], origin[:p] + new_origin + origin[q:]
             shift += len(new_lines) - (q - p)
             lo = p + len(new_lines)

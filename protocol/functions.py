@@ -31,9 +31,10 @@ _TRIPLE = re.compile(r"""[rRuUbBfF]{0,2}('''|\"\"\")""")
 _QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the first that opens with a string
 
 
-def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
+def written_functions(turn, emitted: bool = False) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
     """Over the top-level def/class statements of S_t ("" outside any): (function name -> char ranges of the
-    lines this turn wrote inside it, function name -> its lines, the opening line included)."""
+    lines this turn wrote inside it, function name -> its lines, the opening line included). emitted: lines it
+    re-emitted unchanged count as written (Turn.emitted, where the record has it)."""
     out: dict[str, list] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     for path, text in turn.files_after.items():
@@ -42,7 +43,8 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
         for k, (a, name) in enumerate(zip([0] + starts, [""] + names)):
             if part := lines[a : starts[k] if k < len(starts) else len(lines)]:
                 body[name] += part
-        for k, r in enumerate((turn.origin.get(path) or [])[: len(lines)]):
+        frame = turn.emitted if emitted and turn.emitted else turn.origin
+        for k, r in enumerate((frame.get(path) or [])[: len(lines)]):
             if r is not None:
                 out[([""] + names)[bisect.bisect_right(starts, k)]].append(r)
     return out, body

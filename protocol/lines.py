@@ -14,6 +14,8 @@ with it, and `carry` gives provenance with it, so the two never disagree about w
 
 `carry(old, old_origin, new, new_ranges)`: the origins of `new` replacing `old`: a new line aligned
 with an equal old line keeps that line's origin; every other line gets its range in the response.
+With restore=False every new line gets its range: what the response emitted, re-emissions included
+(Turn.emitted, which the verdict reads).
 
 `normalize_line(line)`: the line as diffs.py and didpo's verdict compare it (no comment, whitespace folded).
 """
@@ -79,9 +81,12 @@ def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
     return [tuple(o) for o in out]
 
 
-def carry(old: list[str], old_origin: list, new: list[str], new_ranges: list) -> list:
-    """Origins of `new` replacing `old`: a line aligned (align) with an equal old line keeps that line's origin."""
+def carry(old: list[str], old_origin: list, new: list[str], new_ranges: list, restore: bool = True) -> list:
+    """Origins of `new` replacing `old`: a line aligned (align) with an equal old line keeps that line's origin
+    (with restore; without, every line gets its new range)."""
     out = list(new_ranges)
+    if not restore:
+        return out
     for tag, i1, i2, j1, j2 in align(old, new):
         if tag == "equal":
             out[j1:j2] = old_origin[i1:i2]

@@ -320,17 +320,36 @@ def test_reemitted_subdiff_earns_no_diff_credit(tiny_tokenizer):
     ae = round(cr.episode[0], 5)
     assert values(tr, a, 0, region(tr.turns[0], G_OK)) != {ae}          # g written in turn 1: diff credit
     assert values(tr, a, 1, region(tr.turns[1], G_OK)) == {ae}          # the same g re-emitted in turn 2: none
-    on = didpo.compute_credit(group, didpo.AdvConfig())                 # nor A^V: turn 2 wrote no line of g
-    assert values(tr, on.token_adv[0], 1, region(tr.turns[1], G_OK)) == {ae}
     # f bad, replaced in turn 2: no evidence on it (traj 2's loss is explained by g bad, convicted by traj 1): q = 1/2,
-    # A^V = s·(1/2 − q̄), s = 1 (mean_norm), q̄ = the mean over trajectories of the mean q of the pieces each wrote
+    # A^V = s·(1/2 − q̄), s = 1 (mean_norm), q̄ = the mean over trajectories of the mean q of their pieces
+    on = didpo.compute_credit(group, didpo.AdvConfig())
     pieces, q = verdict.posterior(group)[:2]
+    qbar = sum(sum(q[u] for _, u, _ in ps) / len(ps) for ps in pieces) / len(pieces)
     assert (qf := q[("f", ("def f(a, b):", "s = a-b", "return s"))]) == pytest.approx(0.5)
-    mid = round(qf - sum(sum(q[u] for _, u, _ in ps) / len(ps) for ps in pieces) / len(pieces), 5)
-    assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {mid}
+    assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {round(qf - qbar, 5)}
+    # but the verdict credits the re-emitted g as the version it is (verified by the winners): q = 1
+    assert [u[0] for t, u, _ in pieces[0] if t == 1] == ["f", "g"]
+    assert values(tr, on.token_adv[0], 1, region(tr.turns[1], G_OK)) == {round(1 - qbar, 5)}
     assert values(tr, a, 1, region(tr.turns[1], F_OK)) != {ae}          # the fix of f (made twice): credit
     fix = [x for x in cr.anchors if x.text == "s = a+b"]
     assert len(fix) == 1 and sorted(fix[0].kept) == [(0, 1), (4, 1)]    # the changed line only, not `return s`
+
+
+def test_a_losers_re_emitted_correct_function_outranks_its_bugs(tiny_tokenizer):
+    """Whole-file rewrites under graded (per-turn) reward: B keeps f ok, verified by A's win, and rewrites g, wrong
+    twice. f's re-emission in turn 2 is in no diff, but it is the version the verdict verified: it gets that credit,
+    above both of B's g bugs. (It had B's A^E alone, below the bugs' A^V: the class a held-out check found at 0.55.)"""
+    b, g_bad2 = tiny_tokenizer, G_BAD.replace("x*4", "x*5")
+    group = [build(b, [whole(F_OK, G_OK)], [0.5], 1.0),
+             build(b, [whole(F_OK, G_BAD), whole(F_OK, g_bad2, "Fixed g.")], [0.5, 0.0], 0.0),
+             build(b, [whole(F_BAD, G_BAD)], [0.0], 0.0), build(b, [whole(F_BAD, G_OK)], [0.5], 0.0)]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    tr, a = group[1], cr.token_adv[1]
+    f_again = values(tr, a, 1, region(tr.turns[1], F_OK))
+    assert len(f_again) == 1 and f_again != {round(cr.episode[1], 5)}
+    bugs = values(tr, a, 0, region(tr.turns[0], G_BAD)) | values(tr, a, 1, region(tr.turns[1], g_bad2))
+    assert min(f_again) > max(bugs)
+    assert f_again == values(tr, a, 0, region(tr.turns[0], F_OK))  # as much as when B first wrote it
 
 
 def test_failed_edit_earns_no_diff_credit(tiny_tokenizer):

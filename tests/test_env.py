@@ -84,9 +84,30 @@ def check_turn(turn: env.Turn) -> None:
             assert sum(r is not None for r in turn.origin[path]) >= len(lines) - lcs(old, lines)
     for path in set(turn.files_after) - set(turn.files_before):
         env.check_path(path)  # anything created is a legal workspace path
+    # emitted: every line the response wrote, re-emissions too (the last edit's range, where two wrote it)
+    assert set(turn.emitted) == set(turn.origin)
+    for path, text in turn.files_after.items():
+        lines = env.lines_of(text)
+        assert len(turn.emitted[path]) == len(lines), path
+        for line, rg, em in zip(lines, turn.origin[path], turn.emitted[path]):
+            assert rg is None or em is not None, (path, line)
+            assert em is None or slice_ok(turn.response, em, line), (path, line)
 
 
 # --- protocol: each action kind ---------------------------------------------------------------
+
+
+def test_a_rewrite_re_emitting_a_line_carries_its_origin_and_emits_its_range():
+    ep = env.Episode(make_task())
+    r = "```python\ndef add(a, b):\n    return a + b\n```"
+    turn, _, _ = step(ep, r)
+    check_turn(turn)
+    hdr, body = r.index("def add(a, b):"), r.index("    return a + b")
+    assert turn.origin["solution.py"][0] is None                      # the stub's line, re-emitted: no diff
+    assert turn.emitted["solution.py"][0] == (hdr, hdr + len("def add(a, b):"))  # but the response wrote it
+    assert turn.origin["solution.py"][1] == turn.emitted["solution.py"][1] == (body, body + 16)
+    back = env.Trajectory.from_json(env.Trajectory("t", turns=[turn]).to_json()).turns[0]
+    assert back.emitted == turn.emitted
 
 
 def test_search_replace_applies_and_marks_only_the_new_line():
