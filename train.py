@@ -3,7 +3,8 @@
     python train.py                                              # embedded default: SmolLM2-135M, data/, CPU
     python train.py --algo grpo --steps 5 --out runs/grpo        # a baseline, same loop
     python train.py --paper                                      # the paper's DiDPO, none of our refinements
-    torchrun --nproc_per_node 8 train.py --model Qwen2.5-7B-Coder  # the reference's 7B hyperparameters, FSDP2 + vLLM
+    torchrun --nproc_per_node 8 train.py --model Qwen2.5-7B-Coder --out runs/7b  # LiveCodeBench < 2024-08, FSDP2 + vLLM
+    python eval.py --bench livecodebench --start-date 2024-08-01 --model runs/7b/export --n 10  # the held-out window
     python train.py --out runs/x --resume auto                   # continue the latest complete checkpoint
 
 One step (DESIGN.md §5), every rank on its own share of the tasks:
@@ -31,7 +32,6 @@ import dataclasses
 import datetime
 import json
 import os
-import random
 import socket
 import sys
 import time
@@ -52,8 +52,7 @@ import diffs
 import env as envlib
 import models
 import rollout
-import tasks as tasklib
-from trainer import checkpoint, fsdp, prefix
+from trainer import checkpoint, data, fsdp, prefix
 from trainer.hardware import attention, cpu_bf16_is_fast, keep_freed_memory, prepack_linears, settle_cpu_bf16
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
@@ -67,7 +66,10 @@ class Config:
     dtype: str = "auto"  # auto: bf16 on GPU; on CPU bf16 autocast where bf16 is fast (AMX, AVX512-BF16), else fp32
     activation_checkpointing: bool = False  # recompute decoder layers in backward: memory for time
     # data
-    tasks: str = "data/tasks.jsonl"  # task file (tasks.py's JSONL format)
+    tasks: str = "data/tasks.jsonl"  # sources, "+"-joined: a task file or NAME[@PATH][:k=v,...] (trainer/data.py)
+    holdout: str = ""  # the evaluation's sources: a problem of theirs (same text) never trains
+    cutoff: str = ""  # YYYY-MM-DD: tasks released on or after it never train (LiveCodeBench's protocol)
+    max_prompt_chars: int = 0  # longer prompts are dropped; 0 keeps all
     difficulty: str = "trivial"  # comma list of meta.difficulty to keep; "" keeps all
     tasks_per_step: int = 2  # task groups per optimizer step (whole batch, all ranks)
     group_size: int = 8  # G: trajectories per task; at G = 4 the 135M model shares no sub-diff (no anchors)
@@ -131,7 +133,7 @@ class Config:
     tensorboard: bool = False  # also log to OUT/tb
 
 
-# The reference's hyperparameters for Qwen2.5-Coder (DESIGN.md §5), with our estimator (--paper: the paper's).
+# The reference's hyperparameters (DESIGN.md §5), our estimator (--paper: the paper's), LiveCodeBench before 2024-08.
 PRESETS = {
     "Qwen2.5-7B-Coder": dict(
         sampler="vllm", dtype="bfloat16", activation_checkpointing=True, difficulty="", norm="mean_norm",
@@ -139,7 +141,8 @@ PRESETS = {
         dynamic_sampling=True, max_gen_batches=20, lr=1e-6, clip_low=0.2, clip_high=0.28, dual_clip=3.0,
         entropy_coef=0.001, grad_clip=1.0, loss_agg="token-mean", kl_coef=0.01, max_turns=8,
         max_response_tokens=4096, max_total_tokens=8192 + 4096, gpu_memory_utilization=0.7, steps=100,
-        micro_batch_size=1, temperature=1.0, save_every=10,
+        micro_batch_size=1, temperature=1.0, save_every=10, tasks="livecodebench:end_date=2024-07-31",
+        cutoff="2024-08-01", holdout="livecodebench:start_date=2024-08-01",  # eval: --start-date 2024-08-01
     ),
 }
 PRESETS["Qwen/Qwen2.5-Coder-7B-Instruct"] = PRESETS["Qwen2.5-7B-Coder"]
@@ -164,11 +167,12 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
         if getattr(cfg, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")
     for name, zero in (("micro_batch_tokens", "use --micro-batch-size"), ("save_every", "at the end only"),
-                       ("keep_last", "no checkpoints")):
+                       ("keep_last", "no checkpoints"), ("max_prompt_chars", "all prompts")):
         if getattr(cfg, name) < 0:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 0 (0: {zero}), got {getattr(cfg, name)}")
     if cfg.dual_clip is not None and cfg.dual_clip <= 1:
         raise ValueError(f"--dual-clip {cfg.dual_clip} must be > 1, or none to turn it off")
+    [data.parse(spec) for spec in (cfg.tasks, cfg.holdout) if spec]  # a bad source fails before any work
     return cfg
 
 
@@ -504,7 +508,7 @@ def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int
     sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens)
     kept, drawn, batches = [], 0, 0
     while len(kept) < share and batches < (cfg.max_gen_batches if cfg.dynamic_sampling else 1):
-        batch = [tasks[(cursor + drawn + i) % len(tasks)] for i in range(share - len(kept))]
+        batch = [data.order(tasks, cfg.seed, cursor + drawn + i) for i in range(share - len(kept))]
         drawn += len(batch)
         groups = rollout.rollout(batch, sampler, tokenizer, env_config(cfg), n=cfg.group_size, sampling=sampling,
                                  progress=None if dist.get_rank() == 0 else False, stats=times)
@@ -567,21 +571,17 @@ def train(cfg: Config) -> Path:
     print0(f"[bold]didpo[/] {cfg.algo} on {cfg.model}, world {world}, {device.type}; run dir {run}")
     print0(dataclasses.asdict(cfg))
 
-    all_tasks = tasklib.load(cfg.tasks)
-    if cfg.difficulty:
-        keep = set(cfg.difficulty.split(","))
-        all_tasks = [t for t in all_tasks if t.meta.get("difficulty") in keep]
-    if not all_tasks:
-        raise ValueError(f"no tasks in {cfg.tasks} match --difficulty {cfg.difficulty!r}")
-    random.Random(cfg.seed).shuffle(all_tasks)
+    all_tasks, dropped, line = data.training_set(cfg.tasks, cfg.holdout, cfg.cutoff, cfg.difficulty,
+                                                 cfg.max_prompt_chars)
+    if rank == 0:
+        data.write_excluded(run, dropped)
+    print0(line)
 
     path = models.resolve(cfg.model)
     policy, ref, lm, tokenizer = load_learner(cfg, path, device, rank, world)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                             fused=device.type == "cuda")
-    # The learner exists before the engine (which sizes its pool from the memory left), and the
-    # engine sleeps at once: each step wakes it in stages (see the loop).
-    sampler = make_sampler(cfg, path, lm, tokenizer, device)
+    sampler = make_sampler(cfg, path, lm, tokenizer, device)  # after the learner: it sizes its pool from what is left
     del lm
     sampler.sleep()
 
@@ -592,7 +592,7 @@ def train(cfg: Config) -> Path:
     logger = Logger(run, cfg)
     acfg = adv_config(cfg)
     share = len(range(rank, cfg.tasks_per_step, world))  # this rank's task groups
-    # Each rank draws tasks from its own window of the shuffled list, the most it can draw in a step (DAPO may
+    # Each rank draws from its own window of the run's order (data.order), the most it can draw in a step (DAPO may
     # resample), so ranks never share a task and a resumed run draws what the uninterrupted one would.
     window = -(-cfg.tasks_per_step // world) * (cfg.max_gen_batches if cfg.dynamic_sampling else 1)
 

@@ -84,7 +84,8 @@ def _fmt(rows: list[dict], key: str) -> str:
 def preset_cfg(**overrides):
     import train
 
-    return train.Config(**{**train.PRESETS["Qwen2.5-7B-Coder"], **overrides})
+    offline = dict(tasks=train.Config.tasks, holdout="", cutoff="")  # the preset's LiveCodeBench is on the hub
+    return train.Config(**{**train.PRESETS["Qwen2.5-7B-Coder"], **offline, **overrides})
 
 
 # ----------------------------------------------------------------------------- (a)

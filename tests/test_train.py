@@ -286,6 +286,8 @@ def test_sigkill_mid_run_then_resume(tmp_path, tiny_model_dir):
     (["--ppo-epochs", "0"], "--ppo-epochs"),
     (["--micro-batch-tokens", "-1"], "--micro-batch-tokens"),
     (["--keep-last", "-1"], "--keep-last"),
+    (["--tasks", "leetcode"], "unknown source"),
+    (["--holdout", "apps:level"], "not key=value"),
 ])
 def test_cli_rejects_bad_input_in_one_line(args, needle):
     r = _run([PY, "train.py", *args])

@@ -1,0 +1,150 @@
+"""Training data: any benchmark, dataset file or task file as the training set, mixed and filtered, with a
+contamination guard against the evaluation you name.
+
+    python train.py --tasks "livecodebench:end_date=2024-07-31" --holdout "livecodebench:start_date=2024-08-01"
+    python train.py --tasks "data/tasks.jsonl+apps@data/apps.parquet:difficulty=introductory" --max-prompt-chars 4000
+
+A source is `PATH.jsonl` (the project's task format) or `NAME[@PATH][:key=value,...]`: NAME one of
+benchmarks.list_benchmarks(), PATH a local file or directory in that benchmark's hub format (the hub when
+omitted), the keys its filters (benchmarks.filters_of). Sources join with "+"; a task id seen twice keeps
+its first source.
+
+`select` drops, and says why for each (the run directory's excluded.jsonl):
+  * a task with no hidden test (nothing to reward);
+  * one whose prompt is longer than max_prompt_chars, or whose meta.difficulty is not asked for;
+  * one released on or after `cutoff` (LiveCodeBench's protocol: train before a date, evaluate after it);
+  * one whose normalized problem text (lowercase, alphanumeric words) is that of a `holdout` task, across
+    sources: the same problem under another id or in another benchmark's format;
+  * a second copy of a problem already kept.
+`order` walks the kept tasks epoch by epoch, each epoch its own shuffle of the run's seed, so a resumed run
+(which keeps its cursor) draws what the uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from datetime import date, datetime
+from pathlib import Path
+
+import benchmarks
+from tasks import Task
+
+
+def parse(spec: str) -> list[tuple[str, str | None, dict[str, str]]]:
+    """(benchmark name, path or None, filters) for each "+"-joined source; one clear line for a bad one."""
+    out = []
+    for part in [p.strip() for p in spec.split("+")]:
+        if not part:
+            raise ValueError(f"--tasks {spec!r}: an empty source; join sources with a single '+'")
+        if part.endswith(".jsonl") and ":" not in part and "@" not in part:
+            out.append(("jsonl", part, {}))
+            continue
+        head, _, opts = part.partition(":")
+        name, _, path = head.partition("@")
+        filters = {}
+        for kv in [x for x in opts.split(",") if x]:
+            k, eq, v = kv.partition("=")
+            if not eq or not k:
+                raise ValueError(f"--tasks {part!r}: filter {kv!r} is not key=value (e.g. difficulty=easy)")
+            filters[k.strip()] = v.strip()
+        if name not in benchmarks.list_benchmarks():
+            raise ValueError(f"--tasks {part!r}: unknown source {name!r}; use a .jsonl task file or one of "
+                             f"{', '.join(benchmarks.list_benchmarks())} (NAME[@PATH][:key=value,...])")
+        out.append((name, path or None, filters))
+    return out
+
+
+def load(spec: str) -> list[Task]:
+    """Every task of every source, in order; a task id already seen keeps its first source."""
+    seen, out = set(), []
+    for name, path, filters in parse(spec):
+        for t in benchmarks.load(name, path, **filters):
+            if t.id not in seen:
+                seen.add(t.id)
+                out.append(t)
+    return out
+
+
+def problem_text(t: Task) -> str:
+    """The problem as overlap is judged: its prompt's alphanumeric words, lowercased."""
+    return " ".join(re.findall(r"[a-z0-9]+", t.prompt.lower()))
+
+
+def released(t: Task) -> date | None:
+    d = t.meta.get("contest_date") or t.meta.get("release_date")
+    try:
+        return datetime.fromisoformat(str(d)).date() if d else None
+    except ValueError:
+        return None
+
+
+def select(tasks: list[Task], difficulty: str = "", max_prompt_chars: int = 0, cutoff: str = "",
+           holdout: list[Task] = ()) -> tuple[list[Task], list[dict]]:
+    """(the tasks kept, one {"id", "source", "why"} per task dropped); module docstring."""
+    try:
+        cut = date.fromisoformat(cutoff) if cutoff else None
+    except ValueError:
+        raise ValueError(f"--cutoff {cutoff!r} is not a date; use YYYY-MM-DD") from None
+    keep_levels = set(difficulty.split(",")) if difficulty else None
+    held = {problem_text(h): h.id for h in holdout}
+    kept, dropped, first = [], [], {}
+    for t in tasks:
+        text = problem_text(t)
+        why = ("no hidden tests" if not t.hidden_tests
+               else f"prompt of {len(t.prompt)} chars > {max_prompt_chars}" if max_prompt_chars
+               and len(t.prompt) > max_prompt_chars
+               else f"difficulty {t.meta.get('difficulty')!r} not in {difficulty!r}" if keep_levels is not None
+               and t.meta.get("difficulty") not in keep_levels
+               else f"released {released(t)}, on or after the cutoff {cut}" if cut and released(t)
+               and released(t) >= cut
+               else f"the held-out problem {held[text]}" if text in held
+               else f"a copy of {first[text]}" if text in first else "")
+        if why:
+            dropped.append({"id": t.id, "source": t.meta.get("source", ""), "why": why})
+        else:
+            first[text] = t.id
+            kept.append(t)
+    return kept, dropped
+
+
+def write_excluded(run: Path, dropped: list[dict]) -> Path:
+    path = Path(run) / "excluded.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in dropped))
+    return path
+
+
+def order(tasks: list[Task], seed: int, k: int) -> Task:
+    """The task at position k of the run: epoch k // n is its own shuffle of the seed (epoch 0 the shuffle
+    train.py has always made)."""
+    n = len(tasks)
+    epoch, i = divmod(k, n)
+    key = (n, seed, epoch)
+    if key not in _ORDERS:
+        idx = list(range(n))
+        random.Random(seed if epoch == 0 else f"{seed}/{epoch}").shuffle(idx)
+        _ORDERS.clear()  # one epoch at a time is all a run reads (a window may straddle two: recomputed)
+        _ORDERS[key] = idx
+    return tasks[_ORDERS[key][i]]
+
+
+_ORDERS: dict[tuple, list[int]] = {}
+
+
+def training_set(spec: str, holdout: str = "", cutoff: str = "", difficulty: str = "",
+                 max_prompt_chars: int = 0) -> tuple[list[Task], list[dict], str]:
+    """(tasks kept, tasks dropped with why, the one line that says so) for train.py's --tasks and its guards."""
+    found = load(spec)
+    kept, dropped = select(found, difficulty, max_prompt_chars, cutoff, load(holdout) if holdout else [])
+    why: dict[str, int] = {}
+    for d in dropped:
+        key = d["why"].split(" ")[0] if not d["why"].startswith("the held-out") else "held out"
+        why[key] = why.get(key, 0) + 1
+    line = (f"data: {len(kept)} of {len(found)} tasks from {spec}; removed {len(dropped)}"
+            + (f" ({', '.join(f'{k}: {n}' for k, n in sorted(why.items()))}), listed in excluded.jsonl" if why else ""))
+    if not kept:
+        levels = sorted({str(t.meta.get("difficulty")) for t in found})
+        raise ValueError(f"--tasks {spec}: no task left of {len(found)} (difficulties {', '.join(levels)}; "
+                         f"--difficulty {difficulty!r}, --cutoff {cutoff!r}); pass --difficulty '' to keep every level")
+    return kept, dropped, line
