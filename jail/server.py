@@ -81,6 +81,8 @@ def zygote(mountns: bool) -> None:
     import atexit  # noqa: E401, F401
     import bisect  # noqa: E401, F401
     import decimal  # noqa: E401, F401
+    import faulthandler  # noqa: E401, F401
+    import unittest.mock  # noqa: E401, F401  (lcb mode's patch of stdin: 25-50 ms to import, per case otherwise)
 
     jc.seccomp_prog()
     import gc
