@@ -85,6 +85,7 @@ def test_lcb_rows_become_tasks():
         "source": "livecodebench", "platform": "leetcode", "difficulty": "medium",
         "contest_date": "2023-09-03T00:00:00", "contest_id": "weekly-contest-360", "title": "max-window-sum",
         "system": livecodebench.LCB_SYSTEM, "release": "v1",
+        "question_content": "Given nums and k, return the maximum sum of k consecutive elements.",
     }
     io = by["abc300_a"]  # stdin, JSON private tests
     assert io.fn_name is None and {t.kind for t in io.hidden_tests} == {"stdio"}
