@@ -238,7 +238,8 @@ def scratch_root() -> str:
         if not _SCRATCH or not os.path.isdir(_SCRATCH[0]):
             d = tempfile.mkdtemp(prefix="didpo-scratch-")
             os.chmod(d, 0o711)  # a sandbox's uid may pass through to its own scratch, never list the others
-            atexit.register(shutil.rmtree, d, True)
+            pid = os.getpid()  # a forked child that exits through atexit must not remove its parent's
+            atexit.register(lambda: os.getpid() == pid and shutil.rmtree(d, True))
             _SCRATCH[:] = [d]
         return _SCRATCH[0]
 
