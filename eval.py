@@ -26,11 +26,11 @@ record and exits, returns an object whose __eq__ is always true, patches builtin
 or reads the tests from the harness's memory can pass (lcb also ships expected stdio outputs into
 the sandbox). Training rewards use mode "strict" (env.py's default), which closes these.
 
-LiveCodeBench conventions (--bench livecodebench; --no-lcb-compat turns them off): n = 10 samples, pass@1
-and pass@5, temperature 0.2, top-p 0.95, 6 s per test; LiveCodeBench's prompt for the model's family (its
-raw ChatML prompt for Qwen2.5-Coder, its generic chat prompt otherwise); its extraction (the lines between
-the last two holding ```, nothing without two: that sample fails); and its output files beside ours,
-Scenario.codegeneration_{n}_{temperature}.json and ..._eval_all.json, which its compute_scores reads.
+LiveCodeBench conventions (--bench livecodebench; --no-lcb-compat: off): n 10, pass@1 and @5, T 0.2, top-p 0.95,
+6 s per test, its prompt for the model's family (raw ChatML for Qwen2.5-Coder, else its generic chat prompt), its
+extraction (between the last two lines holding ```; without two the sample fails), its output files beside ours
+(Scenario.codegeneration_{n}_{T}.json, ..._eval_all.json: its compute_scores reads them). `--endpoint URL`: an
+OpenAI-compatible server generates (models/endpoint.py), --batch-size requests in flight.
 
 Output (--out): config.json, samples.jsonl (one line per sample: code, response, verdict) and
 results.json, each written to a temp file and renamed, so an interrupted run leaves no torn file.
@@ -64,7 +64,7 @@ from tasks import Task
 SYSTEM = "You are an expert Python programmer. Write a correct Python program that passes all tests."
 ANSWER = "Answer with the complete Python solution in one ```python fenced code block."
 # A resumed run must be the same experiment: these fields may not change between runs in one --out.
-SAME_RUN = ("bench", "path", "model", "samples", "mode", "temperature", "top_p", "max_tokens", "max_turns",
+SAME_RUN = ("bench", "path", "model", "endpoint", "samples", "mode", "temperature", "top_p", "max_tokens", "max_turns",
             "filters", "strict", "seed", "lcb_compat")
 
 
@@ -81,7 +81,8 @@ class EvalConfig:
     strict: bool = False                # a malformed benchmark row is an error, not a skipped row
     limit: int | None = None            # first N tasks after filtering
     # generations: exactly one of model / samples
-    model: str | None = None            # models.load_model name
+    model: str | None = None            # models.load_model name (with --endpoint: the served model's name)
+    endpoint: str | None = None         # an OpenAI-compatible server (URL ending in /v1): single mode, no weights here
     samples: str | None = None          # file of existing generations
     mode: str = "single"                # single | agent
     n: int | None = None                # samples per task (model: default 1; samples file: inferred)
@@ -92,7 +93,7 @@ class EvalConfig:
     max_turns: int = 4                  # agent mode
     probe: bool = False                 # agent mode: record each turn's behaviour probe (one more sandboxed run)
     sampler: str = "auto"               # auto (vllm on GPU, else hf) | hf | vllm
-    batch_size: int = 16                # tasks per generation batch (a resume point)
+    batch_size: int = 16                # tasks per generation batch (a resume point); --endpoint: requests in flight
     seed: int = 0                       # sampling seed
     lcb_compat: bool = True             # livecodebench: its conventions (n 10, 6 s per test, its prompt for the
                                         # model's family, its extraction, its output files); --no-lcb-compat: ours
@@ -381,14 +382,28 @@ def _fill_from_model(cfg: EvalConfig, tasks: list[Task], n: int, records: dict, 
     if not todo:
         return
     with _user_input():
-        sampler, tok = _make_sampler(cfg)
+        sampler, tok = (None, None) if cfg.endpoint else _make_sampler(cfg)
     with _progress(console) as bar:
         job = bar.add_task("generate", total=sum(len(m) for _, m in todo))
         for b in range(0, len(todo), cfg.batch_size):
-            for rec in generate(cfg, todo[b: b + cfg.batch_size], sampler, tok, grade_mode):
+            part = todo[b: b + cfg.batch_size]
+            for rec in from_endpoint(cfg, part) if cfg.endpoint else generate(cfg, part, sampler, tok, grade_mode):
                 records[(rec.task_id, rec.index)] = rec
                 bar.advance(job)
             save_records(out, records)  # a resume point after every batch
+
+
+def from_endpoint(cfg: EvalConfig, todo: list[tuple[Task, list[int]]]) -> list[SampleRecord]:
+    """One chat request per missing sample (the server applies its model's chat template), seeded per sample."""
+    from models import endpoint
+
+    owners = [(task, i) for task, missing in todo for i in missing]
+    reqs = [{"messages": single_turn_messages(task), "temperature": cfg.temperature, "top_p": cfg.top_p,
+             "max_tokens": cfg.max_tokens, "seed": cfg.seed * 1_000_003 + i} for task, i in owners]
+    with _user_input():  # endpoint.EndpointError is a ValueError: one line, and what was answered is kept
+        texts = endpoint.complete(cfg.endpoint, cfg.model, reqs, workers=cfg.batch_size)
+    return [SampleRecord(t.id, i, code=extract_code(x, lcb_conventions(cfg)), response=x)
+            for (t, i), x in zip(owners, texts)]
 
 
 def _grade_pending(cfg: EvalConfig, tasks: list[Task], n: int, records: dict, out: Path, console, grade_mode):
@@ -433,6 +448,8 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
         raise UsageError("pass exactly one of --model (generate) or --samples FILE (grade existing generations)")
     if cfg.mode not in ("single", "agent"):
         raise UsageError(f"--mode {cfg.mode!r} is not single or agent")
+    if cfg.endpoint and (cfg.mode != "single" or not cfg.model):
+        raise UsageError("--endpoint generates in --mode single and needs --model, the served model's name")
     if cfg.samples and cfg.mode == "agent":
         raise UsageError("--mode agent generates with a model; grade a --samples file with --mode single")
     if any(k < 1 for k in cfg.k) or (cfg.n is not None and cfg.n < 1):
@@ -445,8 +462,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     tasks = tasks[: cfg.limit] if cfg.limit else tasks
     if not tasks:
         raise UsageError(f"no {cfg.bench} tasks left after the filters {cfg.filters or ''}; loosen them")
-    if lcb_conventions(cfg) and cfg.timeout is None:
-        cfg.timeout = 6.0  # LiveCodeBench's seconds per test
+    cfg.timeout = 6.0 if lcb_conventions(cfg) and cfg.timeout is None else cfg.timeout  # LiveCodeBench's per test
     given, unknown = read_samples(cfg.samples, {t.id: t for t in tasks}, lcb_conventions(cfg)) if cfg.samples \
         else ({}, 0)
     n = cfg.n or (max(len(given.get(t.id, [])) for t in tasks) if cfg.samples else 10 if lcb_conventions(cfg) else 1)
@@ -493,22 +509,12 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
 
 
 def write_lcb_files(out: Path, tasks: list[Task], records: dict, n: int, temperature: float) -> None:
-    """LiveCodeBench's own output files (lcb_runner's runner writes them; its compute_scores reads the second):
-    Scenario.codegeneration_{n}_{temperature}.json and its _eval_all.json, a record per problem."""
-    rows, graded = [], []
-    for t in tasks:
-        recs = [records[(t.id, i)] for i in range(n)]
-        row = {"question_title": t.meta.get("title", ""), "question_content": t.meta.get("question_content", ""),
-               "platform": t.meta.get("platform", ""), "question_id": t.id, "contest_id": t.meta.get("contest_id", ""),
-               "contest_date": t.meta.get("contest_date", ""), "starter_code": t.files.get(t.entry, ""),
-               "difficulty": t.meta.get("difficulty", ""), "output_list": [r.response for r in recs],
-               "code_list": [r.code for r in recs]}
-        rows.append(row)
-        marks = [bool(r.passed) for r in recs]
-        graded.append(row | {"graded_list": marks, "pass@1": marks.count(True) / len(marks)})
-    stem = f"Scenario.codegeneration_{n}_{temperature}"
-    write_atomic(out / f"{stem}.json", json.dumps(rows, indent=4))
-    write_atomic(out / f"{stem}_eval_all.json", json.dumps(graded, indent=4))
+    """LiveCodeBench's own output files beside ours (benchmarks.livecodebench.output_rows)."""
+    from benchmarks.livecodebench import output_rows
+
+    rows, graded = output_rows(tasks, {t.id: [records[(t.id, i)] for i in range(n)] for t in tasks})
+    write_atomic(out / f"Scenario.codegeneration_{n}_{temperature}.json", json.dumps(rows, indent=4))
+    write_atomic(out / f"Scenario.codegeneration_{n}_{temperature}_eval_all.json", json.dumps(graded, indent=4))
 
 
 def _progress(console: Console) -> Progress:

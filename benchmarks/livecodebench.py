@@ -182,3 +182,20 @@ def load(
         if (start is None or start <= datetime.fromisoformat(t.meta["contest_date"]))
         and (end is None or datetime.fromisoformat(t.meta["contest_date"]) <= end)
     ]
+
+
+def output_rows(tasks: list[Task], samples: dict[str, list]) -> tuple[list[dict], list[dict]]:
+    """LiveCodeBench's own output records (its runner writes them; its compute_scores reads the second): per
+    problem, from its samples (records with response, code, passed), Scenario.codegeneration_{n}_{T}.json's and
+    the _eval_all.json's, with its field names."""
+    rows, graded = [], []
+    for t in tasks:
+        row = {"question_title": t.meta.get("title", ""), "question_content": t.meta.get("question_content", ""),
+               "platform": t.meta.get("platform", ""), "question_id": t.id, "contest_id": t.meta.get("contest_id", ""),
+               "contest_date": t.meta.get("contest_date", ""), "starter_code": t.files.get(t.entry, ""),
+               "difficulty": t.meta.get("difficulty", ""), "output_list": [s.response for s in samples[t.id]],
+               "code_list": [s.code for s in samples[t.id]]}
+        marks = [bool(s.passed) for s in samples[t.id]]
+        rows.append(row)
+        graded.append(row | {"graded_list": marks, "pass@1": marks.count(True) / len(marks)})
+    return rows, graded

@@ -298,3 +298,63 @@ def test_agent_mode_runs_a_model_through_the_environment(tiny_model_dir, tmp_pat
     assert res["tasks"] == 2 and res["overall"]["pass@1"] == 0.0  # random weights
     recs = [json.loads(x) for x in (tmp_path / "o" / "samples.jsonl").read_text().splitlines()]
     assert len(recs) == 2 and all(r["response"] for r in recs)
+
+
+class FakeChat:
+    """An OpenAI-compatible /v1/chat/completions on loopback: the first call 503, the second 429, a slow reply,
+    add() written right, the echo task answered wrong. `refuse` makes every call a 400."""
+
+    def __init__(self, refuse: bool = False):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        calls, fake = self.calls, self = [], self
+        fake.calls, fake.refuse = calls, refuse
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                calls.append(body)
+                prompt = body["messages"][-1]["content"]
+                status = 400 if fake.refuse else 503 if len(calls) == 1 else 429 if len(calls) == 2 else 200
+                if self.path != "/v1/chat/completions":
+                    status = 404
+                if status == 200 and body["seed"] % 1_000_003 == 1:
+                    time.sleep(0.3)  # a slow reply
+                text = "```python\ndef add(a, b):\n    return a + b\n```" if "add(a, b)" in prompt else "print('no')"
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]} if status == 200
+                                  else {"error": {"message": f"status {status}"}}).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+def test_an_openai_compatible_endpoint_generates_with_retries_and_resumes(tmp_path, monkeypatch):
+    from models import endpoint
+
+    waits = []
+    monkeypatch.setattr(endpoint, "_sleep", waits.append)  # the backoff, recorded instead of waited
+    fake = FakeChat()
+    cfg = dict(bench="jsonl", path=str(FIX / "tasks.jsonl"), model="served-coder", endpoint=fake.url, n=2,
+               out=str(tmp_path / "o"), batch_size=1)  # one request in flight: the retries come in order
+    res = ev.run(ev.EvalConfig(**cfg), QUIET)
+    assert res["per_task"] == {"ours/add": {"n": 2, "c": 2}, "ours/echo": {"n": 2, "c": 0}}
+    assert len(fake.calls) == 6 and waits == [1.0, 2.0]  # 503 then 429 retried, backing off 1 s, 2 s
+    assert {c["model"] for c in fake.calls} == {"served-coder"} and {c["n"] for c in fake.calls} == {1}
+    assert sorted(c["seed"] for c in fake.calls[2:]) == [0, 0, 1, 1]  # per sample index: a task's n samples differ
+    ev.run(ev.EvalConfig(**cfg), QUIET)
+    assert len(fake.calls) == 6  # a rerun resumes: nothing is asked again
+    refusing = FakeChat(refuse=True)
+    with pytest.raises(ev.UsageError, match="refused the request \\(HTTP 400") as e:
+        ev.run(ev.EvalConfig(**{**cfg, "endpoint": refusing.url, "out": str(tmp_path / "p")}), QUIET)
+    assert "\n" not in str(e.value) and len(refusing.calls) >= 1
+    with pytest.raises(ev.UsageError, match="--mode single"):
+        ev.run(ev.EvalConfig(**{**cfg, "mode": "agent", "out": str(tmp_path / "q")}), QUIET)
