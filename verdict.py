@@ -71,7 +71,7 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
     bugs, good, clauses, passed, finals, acts = set(), set(), [], set(), [], {}
     for i, tr in enumerate(group):
         for t, turn in enumerate(tr.turns):
-            wrote, body = written_functions(turn)
+            wrote, body, echoed = written_functions(turn)
             index = tests_naming(turn.public) if turn.public else None
             program = index is not None and not any(index.get(f) for f in body if f)  # the tests judge the program
             whole = (broke := program and not all(turn.public.values())) or t + 1 == len(tr.turns)  # broke: it failed
@@ -87,7 +87,7 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
                     else:
                         (passed if ok else bugs).add(version[f])
             mine = {u for _, u, _ in pieces[i]}
-            for f, rs in written_functions(turn, emitted=True)[0].items():  # re-emitted whole, unchanged: credited
+            for f, rs in echoed.items():  # re-emitted whole, unchanged: credited
                 if f and f not in wrote and (u := version.get(f) or _version(body, f)) in mine:  # as it was written
                     pieces[i].append((t, u, rs))
             if broke:  # some version of S_t is a bug (that one, if it is alone there)

@@ -3,7 +3,8 @@
     python -c "from protocol.functions import passes; print(passes({'assert f(1) == 2': False}, 'f'))"
 
 `written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
-the lines turn t wrote inside it (from Turn.origin) and its lines, its decorators included (`statements`).
+the lines turn t wrote inside it (from Turn.origin), its lines, its decorators included (`statements`), and the
+ranges of the lines it re-emitted unchanged (Turn.emitted).
 `code_of`: a version's lines as didpo's verdict compares them, normalized and without docstrings (writers vary
 docstrings more than code: one function under two docstrings is one version). `callees`: the other top-level
 functions a body names. `passes`: does a function pass the public tests whose code names it (all of them when
@@ -31,23 +32,25 @@ _TRIPLE = re.compile(r"""[rRuUbBfF]{0,2}('''|\"\"\")""")
 _QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the first that opens with a string
 
 
-def written_functions(turn, emitted: bool = False) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]]]:
+def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]], dict[str, list]]:
     """Over the top-level def/class statements of S_t ("" outside any): (function name -> char ranges of the
-    lines this turn wrote inside it, function name -> its lines, the opening line included). emitted: lines it
-    re-emitted unchanged count as written (Turn.emitted, where the record has it)."""
+    lines this turn wrote inside it, function name -> its lines, the opening line included, function name ->
+    char ranges of the lines it re-emitted unchanged inside it: Turn.emitted's where Turn.origin has none)."""
     out: dict[str, list] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
+    echo: dict[str, list] = defaultdict(list)
     for path, text in turn.files_after.items():
         lines = lines_of(text)
         starts, names = statements(lines)
         for k, (a, name) in enumerate(zip([0] + starts, [""] + names)):
             if part := lines[a : starts[k] if k < len(starts) else len(lines)]:
                 body[name] += part
-        frame = turn.emitted if emitted and turn.emitted else turn.origin
-        for k, r in enumerate((frame.get(path) or [])[: len(lines)]):
-            if r is not None:
-                out[([""] + names)[bisect.bisect_right(starts, k)]].append(r)
-    return out, body
+        origin, emitted = (turn.origin.get(path) or [])[: len(lines)], turn.emitted.get(path) or []
+        for k, r in enumerate(origin):
+            if r is not None or (k < len(emitted) and emitted[k] is not None):
+                name = ([""] + names)[bisect.bisect_right(starts, k)]
+                (out[name] if r is not None else echo[name]).append(r if r is not None else emitted[k])
+    return out, body, echo
 
 
 def statements(lines: list[str]) -> tuple[list[int], list[str]]:

@@ -691,7 +691,7 @@ def test_a_function_holds_its_decorators_and_strings():
            "@dataclass\nclass A:\n    x: int\n")
     turn = env.Turn(response="", files_after={"solution.py": src},
                     origin={"solution.py": [(k, k + 1) for k in range(10)]})
-    wrote, body = functions.written_functions(turn)
+    wrote, body, _ = functions.written_functions(turn)
     assert body == {"": ["from functools import cache", ""], "A": ["@dataclass", "class A:", "    x: int"],
                     "fib": ["@cache", "@other(1)", "def fib(n):", "    return n", ""]}
     assert wrote == {"": [(0, 1), (1, 2)], "fib": [(k, k + 1) for k in range(2, 7)], "A": [(7, 8), (8, 9), (9, 10)]}
