@@ -14,7 +14,8 @@ job; per test case the server forks one child, PID 1 of a fresh pid namespace, t
      rest): /proc showing only the server's pid namespace, a private /dev/shm emptied after each case;
   2. rlimits: address space, CPU (a SIGKILL at the limit), processes of the uid, open files,
      file size, no core;
-  3. Landlock (one ruleset per job, built by the server): writes only beneath the scratch dir (and
+  3. Landlock (two rulesets built by the server, confine.landlock_layers: the carved reads once, the job's
+     own per job; an access must pass both): writes only beneath the scratch dir (and
      /dev/null, the private /dev/shm); reads and execution only beneath the scratch dir and the trees
      the interpreter needs (its prefixes, stdlib and site-packages, /usr and /lib, /etc/ld.so.cache and
      /etc/localtime, this namespace's /proc, CPU topology in /sys, /dev/{null,zero,full,random,urandom});

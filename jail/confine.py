@@ -59,7 +59,8 @@ def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
     layers = state["rulesets"] if state["mountns"] and state.get("rulesets") else \
         landlock_layers(scratch, state["roots"], state["carved"]) if shm else \
         [(-1, "no /dev/shm of the sandbox's own")]
-    ll = [landlock_enforce(x) for x in layers][-1]
+    held = [landlock_enforce(x) for x in layers]
+    ll = next((h for h in held if not h.startswith("landlock")), held[-1])  # any layer that failed says so
     if ll.startswith("landlock"):
         applied["fs"] = ll
     else:
