@@ -143,11 +143,11 @@ def lcb_conventions(cfg: EvalConfig) -> bool:
 def prompt_ids(cfg: EvalConfig, tok, task: Task) -> list[int]:
     """The prompt of a single-turn sample: LiveCodeBench's own for the Qwen2.5-Coder family (its raw ChatML
     string), else the chat template over single_turn_messages (LCB's generic chat prompt for its tasks)."""
-    from benchmarks.livecodebench import codeqwen_prompt
+    import models
     from protocol import chat
 
-    if lcb_conventions(cfg) and re.search(r"qwen2\.5-coder", str(cfg.model).replace("-Coder", "-coder"), re.I):
-        return tok.encode(codeqwen_prompt(task), add_special_tokens=False)
+    if lcb_conventions(cfg) and re.search(r"qwen2\.5-coder", models.ALIASES.get(cfg.model, str(cfg.model)), re.I):
+        return tok.encode(benchmarks.livecodebench.codeqwen_prompt(task), add_special_tokens=False)
     return chat.prompt_ids(tok, single_turn_messages(task))
 
 

@@ -217,6 +217,18 @@ def test_livecodebench_conventions_extraction_defaults_and_prompt(tmp_path):
         "```python\n# YOUR CODE HERE\n```\n\n<|im_end|>\n<|im_start|>assistant\n")
 
 
+def test_the_qwen_prompt_goes_to_the_family_by_alias_or_hub_id(tiny_tokenizer):
+    import benchmarks
+    from benchmarks.livecodebench import codeqwen_prompt
+
+    task = next(t for t in benchmarks.load("livecodebench", FIX / "lcb") if t.id == "abc300_a")
+    raw = tiny_tokenizer.encode(codeqwen_prompt(task), add_special_tokens=False)
+    for model, is_qwen in [("Qwen2.5-7B-Coder", True), ("Qwen/Qwen2.5-Coder-7B-Instruct", True),
+                           ("smollm2-135m", False)]:
+        cfg = ev.EvalConfig(bench="livecodebench", model=model)
+        assert (ev.prompt_ids(cfg, tiny_tokenizer, task) == raw) is is_qwen, model
+
+
 def test_ours_format_and_missing_samples_fail(tmp_path):
     f = write_jsonl(tmp_path / "s.jsonl", [
         {"task_id": "ours/add", "code": "def add(a, b):\n    return a + b\n"},
