@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, fields
 import sandbox
 from protocol.actions import EDITS, Action, parse
 from protocol.edits import MAX_FILES, Refused, apply_diff, apply_search_replace, check_path
-from protocol.hacks import grader_touch, hacks, host_reach  # noqa: F401  (env.host_reach for users)
+from protocol.hacks import hacks
 from protocol.lines import Range, carry, join, lines_of
 from protocol.messages import build_messages, describe_test, report_tests, syntax_error
 from tasks import Task

@@ -3,7 +3,7 @@
     vllm serve Qwen/Qwen2.5-Coder-7B-Instruct --port 8000 &
     python eval.py --bench livecodebench --endpoint http://localhost:8000/v1 --model Qwen/Qwen2.5-Coder-7B-Instruct
 
-`complete(url, model, requests, ...)` sends one POST {url}/chat/completions per request (messages, n = 1,
+`complete(url, model, bodies, ...)` sends one POST {url}/chat/completions per request (messages, n = 1,
 temperature, top_p, max_tokens, seed) from `workers` threads and returns each reply's text, in order.
 A connection error, a timeout, 429 and 5xx are retried with exponential backoff (1, 2, 4, ... s, at most
 `retries` times); any other status is an error naming the status and the server's message. The key is read
@@ -27,9 +27,9 @@ class EndpointError(ValueError):
     """The endpoint refused a request for good, or kept failing past the retries."""
 
 
-def complete(url: str, model: str, requests_: list[dict], workers: int = 8, retries: int = 5,
+def complete(url: str, model: str, bodies: list[dict], workers: int = 8, retries: int = 5,
              timeout: float = 600.0, backoff: float = 1.0) -> list[str]:
-    """The reply text of each request ({"messages", "temperature", "top_p", "max_tokens", "seed"}), in order."""
+    """The reply text of each request body ({"messages", "temperature", "top_p", "max_tokens", "seed"}), in order."""
     endpoint = url.rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json"}
     if os.environ.get("OPENAI_API_KEY"):
@@ -55,4 +55,4 @@ def complete(url: str, model: str, requests_: list[dict], workers: int = 8, retr
         raise EndpointError(f"{endpoint} failed {retries + 1} times (last: {why}); is the server up?")
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
-        return list(pool.map(one, requests_))
+        return list(pool.map(one, bodies))

@@ -16,7 +16,7 @@ import models
 import rollout
 import sandbox
 import tasks
-from protocol import chat
+from protocol import chat, hacks
 from tasks import Task
 from tasks import Test as Case  # not Test*: pytest would try to collect it
 
@@ -692,7 +692,7 @@ def test_replay_builds_a_token_exact_trajectory(tiny_tokenizer):
     ("import os\nos.write(3, b'{\"ok\": true}')\n", True),  # a bare write to the result channel
 ])
 def test_grader_touch(code, touch):
-    assert env.grader_touch(code) is touch
+    assert hacks.grader_touch(code) is touch
 
 
 @pytest.mark.parametrize("code,reach", [
@@ -711,7 +711,7 @@ def test_grader_touch(code, touch):
     ("import os\nt = os.listdir('/tmp')\n", True),
 ])
 def test_host_reach(code, reach):
-    assert env.host_reach(code) is reach
+    assert hacks.host_reach(code) is reach
 
 
 def test_hack_rate_counts_a_gamed_trajectory(tiny_tokenizer):

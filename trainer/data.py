@@ -22,9 +22,11 @@ its first source.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
+from collections import Counter
 from datetime import date, datetime
 from pathlib import Path
 
@@ -87,22 +89,27 @@ def select(tasks: list[Task], difficulty: str = "", max_prompt_chars: int = 0, c
         cut = date.fromisoformat(cutoff) if cutoff else None
     except ValueError:
         raise ValueError(f"--cutoff {cutoff!r} is not a date; use YYYY-MM-DD") from None
-    keep_levels = set(difficulty.split(",")) if difficulty else None
+    levels = set(difficulty.split(",")) if difficulty else None
     held = {problem_text(h): h.id for h in holdout}
-    kept, dropped, first = [], [], {}
+    first: dict[str, str] = {}  # problem text -> the id kept for it
+
+    def why(t: Task, text: str) -> str:
+        if not t.hidden_tests:
+            return "no hidden tests"
+        if max_prompt_chars and len(t.prompt) > max_prompt_chars:
+            return f"prompt of {len(t.prompt)} chars > {max_prompt_chars}"
+        if levels is not None and t.meta.get("difficulty") not in levels:
+            return f"difficulty {t.meta.get('difficulty')!r} not in {difficulty!r}"
+        if cut and (day := released(t)) and day >= cut:
+            return f"released {day}, on or after the cutoff {cut}"
+        if text in held:
+            return f"the held-out problem {held[text]}"
+        return f"a copy of {first[text]}" if text in first else ""
+
+    kept, dropped = [], []
     for t in tasks:
-        text = problem_text(t)
-        why = ("no hidden tests" if not t.hidden_tests
-               else f"prompt of {len(t.prompt)} chars > {max_prompt_chars}" if max_prompt_chars
-               and len(t.prompt) > max_prompt_chars
-               else f"difficulty {t.meta.get('difficulty')!r} not in {difficulty!r}" if keep_levels is not None
-               and t.meta.get("difficulty") not in keep_levels
-               else f"released {released(t)}, on or after the cutoff {cut}" if cut and released(t)
-               and released(t) >= cut
-               else f"the held-out problem {held[text]}" if text in held
-               else f"a copy of {first[text]}" if text in first else "")
-        if why:
-            dropped.append({"id": t.id, "source": t.meta.get("source", ""), "why": why})
+        if reason := why(t, text := problem_text(t)):
+            dropped.append({"id": t.id, "source": t.meta.get("source", ""), "why": reason})
         else:
             first[text] = t.id
             kept.append(t)
@@ -118,18 +125,20 @@ def write_excluded(run: Path, dropped: list[dict]) -> Path:
 def order(tasks: list[Task], seed: int, k: int) -> Task:
     """The task at position k of the run: epoch k // n is its own shuffle of the seed (epoch 0 the shuffle
     train.py has always made)."""
-    n = len(tasks)
-    epoch, i = divmod(k, n)
-    key = (n, seed, epoch)
-    if key not in _ORDERS:
-        idx = list(range(n))
-        random.Random(seed if epoch == 0 else f"{seed}/{epoch}").shuffle(idx)
-        _ORDERS.clear()  # one epoch at a time is all a run reads (a window may straddle two: recomputed)
-        _ORDERS[key] = idx
-    return tasks[_ORDERS[key][i]]
+    epoch, i = divmod(k, len(tasks))
+    return tasks[_permutation(len(tasks), seed, epoch)[i]]
 
 
-_ORDERS: dict[tuple, list[int]] = {}
+@functools.lru_cache(maxsize=2)  # a window reads one epoch, or straddles two
+def _permutation(n: int, seed: int, epoch: int) -> list[int]:
+    idx = list(range(n))
+    random.Random(seed if epoch == 0 else f"{seed}/{epoch}").shuffle(idx)
+    return idx
+
+
+# select's reasons, by how each begins, as the summary line names them
+_LABELS = (("no hidden", "no tests"), ("prompt of", "too long"), ("difficulty", "difficulty"),
+           ("released", "after the cutoff"), ("the held-out", "held out"), ("a copy", "copies"))
 
 
 def training_set(spec: str, holdout: str = "", cutoff: str = "", difficulty: str = "",
@@ -137,12 +146,10 @@ def training_set(spec: str, holdout: str = "", cutoff: str = "", difficulty: str
     """(tasks kept, tasks dropped with why, the one line that says so) for train.py's --tasks and its guards."""
     found = load(spec)
     kept, dropped = select(found, difficulty, max_prompt_chars, cutoff, load(holdout) if holdout else [])
-    why: dict[str, int] = {}
-    for d in dropped:
-        key = d["why"].split(" ")[0] if not d["why"].startswith("the held-out") else "held out"
-        why[key] = why.get(key, 0) + 1
+    counts = Counter(next(label for start, label in _LABELS if d["why"].startswith(start)) for d in dropped)
     line = (f"data: {len(kept)} of {len(found)} tasks from {spec}; removed {len(dropped)}"
-            + (f" ({', '.join(f'{k}: {n}' for k, n in sorted(why.items()))}), listed in excluded.jsonl" if why else ""))
+            + (f" ({', '.join(f'{k}: {n}' for k, n in sorted(counts.items()))}), listed in excluded.jsonl"
+               if counts else ""))
     if not kept:
         levels = sorted({str(t.meta.get("difficulty")) for t in found})
         raise ValueError(f"--tasks {spec}: no task left of {len(found)} (difficulties {', '.join(levels)}; "
