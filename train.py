@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime
+import importlib.util
 import json
 import os
 import socket
@@ -129,7 +130,9 @@ class Config:
     resume: str = ""  # "" | auto | path to a checkpoint dir
     export: str = ""  # HF export dir; default OUT/export
     save_groups: int = 1  # groups per step written to OUT/groups/step_N.jsonl (python -m tools.explain reads one)
-    wandb: bool = False  # also log to Weights & Biases
+    wandb: str = ""  # W&B project ("": off; pip install -r requirements-track.txt); --resume continues its run
+    wandb_name: str = ""  # W&B run name ("": the run directory's name)
+    samples_every: int = 10  # W&B: a table of sampled completions and their rewards every N steps (0: never)
     tensorboard: bool = False  # also log to OUT/tb
 
 
@@ -167,12 +170,16 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
         if getattr(cfg, name) <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {getattr(cfg, name)}")
     for name, zero in (("micro_batch_tokens", "use --micro-batch-size"), ("save_every", "at the end only"),
-                       ("keep_last", "no checkpoints"), ("max_prompt_chars", "all prompts")):
+                       ("keep_last", "no checkpoints"), ("max_prompt_chars", "all prompts"),
+                       ("samples_every", "never")):
         if getattr(cfg, name) < 0:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 0 (0: {zero}), got {getattr(cfg, name)}")
     if cfg.dual_clip is not None and cfg.dual_clip <= 1:
         raise ValueError(f"--dual-clip {cfg.dual_clip} must be > 1, or none to turn it off")
     [data.parse(spec) for spec in (cfg.tasks, cfg.holdout) if spec]  # a bad source fails before any work
+    for flag, module in (("wandb", "wandb"), ("tensorboard", "tensorboard")):
+        if getattr(cfg, flag) and importlib.util.find_spec(module) is None:
+            raise ValueError(f"--{flag} needs the {module} package: pip install -r requirements-track.txt")
     return cfg
 
 
@@ -647,21 +654,16 @@ def train(cfg: Config) -> Path:
                  response_len=n_tok / max(n, 1), turns=n_turns / max(n, 1), gen_batches=gen_batches,
                  anchors=stats.get("anchors", 0.0), **{didpo.COVERAGE: stats.get(didpo.COVERAGE, 0.0)},
                  hack_rate=n_hack / max(n_pass, 1), **{f"didpo_{k}": v for k, v in stats.items()})
-        if rank == 0 and cfg.save_groups:
-            (run / "groups").mkdir(exist_ok=True)
-            with open(run / "groups" / f"step_{step + 1}.jsonl", "w") as f:
-                for g in groups[: cfg.save_groups]:
-                    for tr in g:
-                        f.write(tr.to_json() + "\n")
         if cfg.keep_last and (cfg.save_every and (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
             t = time.time()
             checkpoint.save(run, policy, opt, step + 1, cursor, cfg.keep_last)
             times["checkpoint"] = time.time() - t
         m.update({f"time_{k}": v for k, v in times.items()}, time_step=time.time() - t0)
-        logger.log(m)
+        logger.log(m, groups)
 
     checkpoint.export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export",
            dtype=torch.bfloat16 if compute_bf16(cfg, device) else torch.float32)
+    logger.close()
     print0(f"done: {run}/metrics.jsonl, checkpoints in {run}/checkpoints, export in {cfg.export or run / 'export'}",
            soft_wrap=True)
     if cfg.save_groups:
@@ -682,8 +684,6 @@ def main(argv: list[str] | None = None) -> None:
     config_file = values.pop("config", None)
     try:
         cfg = resolve_config(values, config_file)
-        if not Path(cfg.tasks).exists():
-            raise ValueError(f"--tasks {cfg.tasks} does not exist; pass a task .jsonl file")
         models.resolve(cfg.model)
         check_run_dir(cfg)
     except ValueError as e:
@@ -691,7 +691,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     try:
         train(cfg)
-    except checkpoint.DiskFull as e:  # raised before anything was written: one line, no traceback
+    except (checkpoint.DiskFull, data.DataError) as e:  # raised before anything was written: one line, no traceback
         sys.exit(f"error: {e}")
     shutdown()  # only after success: a rank that failed must not hold the others in a barrier
 

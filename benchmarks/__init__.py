@@ -6,7 +6,8 @@
     benchmarks.load(name, path=None, strict=False, **filters) -> list[Task]      name in list_benchmarks()
 
 Each benchmark is read in its published format by its own module here; `path` (a .jsonl/.json/
-.jsonl.gz/.parquet file or a dataset directory) replaces the hub:
+.jsonl.gz/.parquet file, a dataset directory, or another hub dataset id `owner/name` in the same format)
+replaces the benchmark's own hub dataset:
 
     livecodebench  code_generation_lite rows. Private tests are JSON or
                    base64(zlib(pickle(json string))), unpickled by a loader that
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import tasks
 from benchmarks import apps, humaneval, livecodebench, mbpp
+from benchmarks.rows import hub_id  # noqa: F401 - trainer/data.py asks whether a source's path names the hub
 from tasks import Task
 
 LOADERS: dict[str, Callable[..., list[Task]]] = {

@@ -29,10 +29,20 @@ def dataset_rows(ds, label: str, split: str) -> Iterator[Row]:
     yield from ((f"{label} row {i}", row) for i, row in enumerate(ds))
 
 
+def hub_id(path: str | Path) -> bool:
+    """`owner/name` naming no local path: a Hugging Face dataset id."""
+    return not Path(path).exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", str(path)) is not None
+
+
 def local_rows(path: str | Path, split: str = "test") -> Iterator[Row]:
+    """Rows of a local file or dataset directory, or of a hub dataset id (`owner/name`) in the same format."""
+    if hub_id(path):
+        yield from hub_rows(str(path), str(path), split=split)
+        return
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist; pass a .jsonl/.json/.parquet file or a dataset directory")
+        raise FileNotFoundError(f"{path} does not exist; pass a .jsonl/.json/.parquet file, a dataset directory "
+                                "or a hub dataset id (owner/name)")
     if path.is_file():
         yield from read_rows(path)
         return

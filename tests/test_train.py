@@ -287,6 +287,7 @@ def test_sigkill_mid_run_then_resume(tmp_path, tiny_model_dir):
     (["--micro-batch-tokens", "-1"], "--micro-batch-tokens"),
     (["--keep-last", "-1"], "--keep-last"),
     (["--tasks", "leetcode"], "unknown source"),
+    (["--tasks", "nowhere.jsonl"], "no such file"),
     (["--holdout", "apps:level"], "not key=value"),
 ])
 def test_cli_rejects_bad_input_in_one_line(args, needle):

@@ -30,13 +30,15 @@ def _quiet_malformed_fixture_rows():
 
 def test_sources_parse_and_mix():
     assert data.parse("data/tasks.jsonl") == [("jsonl", "data/tasks.jsonl", {})]
-    assert data.parse("livecodebench:release=release_v5,end_date=2024-07-31+apps@x.parquet") == [
-        ("livecodebench", None, {"release": "release_v5", "end_date": "2024-07-31"}), ("apps", "x.parquet", {})]
+    assert data.parse(f"livecodebench:release=release_v5,end_date=2024-07-31+apps@{FIX}/apps.jsonl+mbpp@a/b") == [
+        ("livecodebench", None, {"release": "release_v5", "end_date": "2024-07-31"}), ("apps", f"{FIX}/apps.jsonl", {}),
+        ("mbpp", "a/b", {})]  # a/b: a hub dataset id
     ids = [t.id for t in data.load(MIXED)]
     assert ids == ["ours/add", "ours/echo", "abc300_a", "3000", "1900A", "3100", "4002"]
 
 
-@pytest.mark.parametrize("spec, needle", [("", "empty source"), ("a.jsonl++b.jsonl", "empty source"),
+@pytest.mark.parametrize("spec, needle", [("", "empty source"),
+                                          (f"{FIX}/tasks.jsonl++{FIX}/tasks.jsonl", "empty source"),
                                           ("leetcode", "unknown source 'leetcode'"),
                                           ("apps:difficulty", "not key=value"),
                                           (f"apps@{FIX}/apps.jsonl:level=3", "apps has no filter level")])

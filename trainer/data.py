@@ -34,13 +34,19 @@ import benchmarks
 from tasks import Task
 
 
+class DataError(ValueError):
+    """A source that cannot be read, or a training set left empty: train.py prints it as one line."""
+
+
 def parse(spec: str) -> list[tuple[str, str | None, dict[str, str]]]:
     """(benchmark name, path or None, filters) for each "+"-joined source; one clear line for a bad one."""
     out = []
     for part in [p.strip() for p in spec.split("+")]:
         if not part:
-            raise ValueError(f"--tasks {spec!r}: an empty source; join sources with a single '+'")
+            raise DataError(f"--tasks {spec!r}: an empty source; join sources with a single '+'")
         if part.endswith(".jsonl") and ":" not in part and "@" not in part:
+            if not Path(part).is_file():
+                raise DataError(f"--tasks {part}: no such file; pass a task .jsonl file or NAME[@PATH][:key=value]")
             out.append(("jsonl", part, {}))
             continue
         head, _, opts = part.partition(":")
@@ -49,11 +55,14 @@ def parse(spec: str) -> list[tuple[str, str | None, dict[str, str]]]:
         for kv in [x for x in opts.split(",") if x]:
             k, eq, v = kv.partition("=")
             if not eq or not k:
-                raise ValueError(f"--tasks {part!r}: filter {kv!r} is not key=value (e.g. difficulty=easy)")
+                raise DataError(f"--tasks {part!r}: filter {kv!r} is not key=value (e.g. difficulty=easy)")
             filters[k.strip()] = v.strip()
         if name not in benchmarks.list_benchmarks():
-            raise ValueError(f"--tasks {part!r}: unknown source {name!r}; use a .jsonl task file or one of "
+            raise DataError(f"--tasks {part!r}: unknown source {name!r}; use a .jsonl task file or one of "
                              f"{', '.join(benchmarks.list_benchmarks())} (NAME[@PATH][:key=value,...])")
+        if path and not Path(path).exists() and not benchmarks.hub_id(path):
+            raise DataError(f"--tasks {part!r}: {path} is neither a local file or directory nor a hub dataset id "
+                            "(owner/name)")
         out.append((name, path or None, filters))
     return out
 
@@ -62,7 +71,11 @@ def load(spec: str) -> list[Task]:
     """Every task of every source, in order; a task id already seen keeps its first source."""
     seen, out = set(), []
     for name, path, filters in parse(spec):
-        for t in benchmarks.load(name, path, **filters):
+        try:
+            found = benchmarks.load(name, path, **filters)
+        except (ValueError, OSError) as e:  # a filter it lacks, an unreachable hub, an unreadable file
+            raise DataError(f"--tasks {spec}: {e}") from None
+        for t in found:
             if t.id not in seen:
                 seen.add(t.id)
                 out.append(t)
@@ -88,7 +101,7 @@ def select(tasks: list[Task], difficulty: str = "", max_prompt_chars: int = 0, c
     try:
         cut = date.fromisoformat(cutoff) if cutoff else None
     except ValueError:
-        raise ValueError(f"--cutoff {cutoff!r} is not a date; use YYYY-MM-DD") from None
+        raise DataError(f"--cutoff {cutoff!r} is not a date; use YYYY-MM-DD") from None
     levels = set(difficulty.split(",")) if difficulty else None
     held = {problem_text(h): h.id for h in holdout}
     first: dict[str, str] = {}  # problem text -> the id kept for it
@@ -152,6 +165,6 @@ def training_set(spec: str, holdout: str = "", cutoff: str = "", difficulty: str
                if counts else ""))
     if not kept:
         levels = sorted({str(t.meta.get("difficulty")) for t in found})
-        raise ValueError(f"--tasks {spec}: no task left of {len(found)} (difficulties {', '.join(levels)}; "
+        raise DataError(f"--tasks {spec}: no task left of {len(found)} (difficulties {', '.join(levels)}; "
                          f"--difficulty {difficulty!r}, --cutoff {cutoff!r}); pass --difficulty '' to keep every level")
     return kept, dropped, line

@@ -1,11 +1,16 @@
 """Run logs: the run's config and versions, one metrics line per step, the step table on stderr.
 
     python -c "from trainer.log import COLUMNS; print([name for name, _, _ in COLUMNS])"
+    pip install -r requirements-track.txt && python train.py --wandb my-project --wandb-name try-1 --out runs/t1
 
 `run_info(cfg)` is what OUT/config.json holds: the resolved config, argv, code revision (cli.git_revision),
 Python / torch / transformers versions, world size and host. `Logger(run, cfg).log(m)` appends `m` to
-OUT/metrics.jsonl, to TensorBoard / wandb when asked, and prints one table row (COLUMNS) per step.
-Everything happens on rank 0 only; `print0` is the trainer's rank-0 print.
+OUT/metrics.jsonl, to TensorBoard / W&B when asked, writes a few groups to OUT/groups/step_N.jsonl, and
+prints one table row (COLUMNS) per step. Everything happens on rank 0 only; `print0` is the trainer's rank-0 print.
+
+W&B (`--wandb PROJECT`): the run's id is kept in OUT/wandb_id, so `--resume` continues the same W&B run;
+every `--samples-every` steps a table of SAMPLE_ROWS completions with their task and reward; `close()`
+finishes the run.
 
 `accumulate_metrics` / `reduce_metrics`: train.learn's per-micro-batch metrics (didpo.policy_loss's dict)
 become one step's: token-weighted means summed over ranks, ratio_min / ratio_max as extremes, and the
@@ -18,6 +23,7 @@ import dataclasses
 import json
 import platform
 import sys
+import uuid
 from pathlib import Path
 
 import torch
@@ -54,7 +60,7 @@ COLUMNS = [("step", "step", "{:.0f}"), ("reward", "reward", "{:.3f}"), ("pass", 
 
 class Logger:
     def __init__(self, run: Path, cfg):
-        self.run, self.rows, self.tb, self.wb = run, [], None, None
+        self.run, self.cfg, self.rows, self.tb, self.wb = run, cfg, [], None, None
         if dist.get_rank() != 0:
             return
         if cfg.tensorboard:
@@ -62,20 +68,28 @@ class Logger:
 
             self.tb = SummaryWriter(run / "tb")
         if cfg.wandb:
-            import wandb
+            self.wb = wandb_run(run, cfg)
 
-            self.wb = wandb.init(project="didpo", config=dataclasses.asdict(cfg), dir=str(run))
-
-    def log(self, m: dict) -> None:
+    def log(self, m: dict, groups: list[list] = ()) -> None:
+        """One step's metrics, and its groups (env.Trajectory lists) for OUT/groups and the W&B samples."""
         if dist.get_rank() != 0:
             return
+        step = int(m["step"])
         with open(self.run / "metrics.jsonl", "a") as f:
             f.write(json.dumps(m) + "\n")
+        if self.cfg.save_groups and groups:
+            (self.run / "groups").mkdir(exist_ok=True)
+            with open(self.run / "groups" / f"step_{step}.jsonl", "w") as f:
+                f.writelines(tr.to_json() + "\n" for g in groups[: self.cfg.save_groups] for tr in g)
         if self.tb:
             for k, v in m.items():
-                self.tb.add_scalar(k, v, m["step"])
+                self.tb.add_scalar(k, v, step)
         if self.wb:
-            self.wb.log(m, step=int(m["step"]))
+            self.wb.log(m, step=step)
+            if self.cfg.samples_every and step % self.cfg.samples_every == 0 and groups:
+                import wandb
+
+                self.wb.log({"samples": wandb.Table(columns=SAMPLE_COLUMNS, data=samples(groups, step))}, step=step)
         self.rows.append(m)
         # One single-row table per step with fixed column widths, so rows line up under the header.
         table = Table(show_header=len(self.rows) == 1, box=None, pad_edge=False)
@@ -85,6 +99,36 @@ class Logger:
         console.print(table)
         console.print("  time: " + "  ".join(f"{k[5:]} {v:.1f}s" for k, v in m.items()
                                             if k.startswith("time_") and k != "time_step"), style="dim")
+
+
+    def close(self) -> None:
+        if self.wb:
+            self.wb.finish()
+        if self.tb:
+            self.tb.close()
+
+
+def wandb_run(run: Path, cfg):
+    """wandb.init for this run directory: a new id, or with --resume the one kept in OUT/wandb_id."""
+    import wandb
+
+    kept = run / "wandb_id"
+    run_id = kept.read_text().strip() if cfg.resume and kept.exists() else uuid.uuid4().hex[:8]
+    kept.write_text(run_id + "\n")
+    return wandb.init(project=cfg.wandb, name=cfg.wandb_name or run.name, id=run_id, resume="allow", dir=str(run),
+                      config=dataclasses.asdict(cfg))
+
+
+SAMPLE_ROWS = 4  # completions in each W&B samples table
+SAMPLE_COLUMNS = ["step", "task", "reward", "turns", "completion"]
+
+
+def samples(groups: list[list], step: int) -> list[list]:
+    """SAMPLE_ROWS rows of SAMPLE_COLUMNS: the first trajectory of each group, then the second, ..."""
+    deepest = max(len(g) for g in groups)
+    picked = [g[i] for i in range(deepest) for g in groups if i < len(g)][:SAMPLE_ROWS]
+    return [[step, tr.task_id, tr.reward, len(tr.turns), "\n\n".join(t.response for t in tr.turns)[:4000]]
+            for tr in picked]
 
 
 # Per-micro-batch metrics of didpo.policy_loss reduced by extreme value, not token-weighted.
