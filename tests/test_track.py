@@ -43,6 +43,9 @@ class FakeWandb(types.ModuleType):
         return self.Run()
 
 
+MIXED = "tests/fixtures/tasks.jsonl+livecodebench@tests/fixtures/lcb"  # two sources, one in LCB's hub format
+
+
 def _train(argv):
     import train
 
@@ -56,10 +59,10 @@ def test_wandb_logs_samples_finishes_and_a_resume_continues_the_same_run(tmp_pat
     monkeypatch.setitem(sys.modules, "wandb", fake)
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object() if name == "wandb" else None)
     run = tmp_path / "run"
-    args = ["--model", str(tiny_model_dir), "--out", str(run), "--dtype", "float32", "--tasks-per-step", "2",
-            "--group-size", "2", "--max-response-tokens", "8", "--wandb", "didpo-tests", "--samples-every", "2",
-            "--tasks", "livecodebench@tests/fixtures/lcb", "--difficulty", "", "--save-every", "1"]
-    _train(args + ["--steps", "2"])
+    base = ["--model", str(tiny_model_dir), "--dtype", "float32", "--tasks-per-step", "2", "--group-size", "2",
+            "--max-response-tokens", "8", "--tasks", MIXED, "--difficulty", "", "--save-groups", "2"]
+    tracked = base + ["--out", str(run), "--wandb", "didpo-tests", "--samples-every", "2", "--save-every", "1"]
+    _train(tracked + ["--steps", "2"])
     inits = [c[1] for c in fake.calls if c[0] == "init"]
     assert len(inits) == 1 and inits[0]["project"] == "didpo-tests" and inits[0]["name"] == "run"
     run_id = inits[0]["id"]
@@ -70,17 +73,24 @@ def test_wandb_logs_samples_finishes_and_a_resume_continues_the_same_run(tmp_pat
     assert [c[2] for c in tables] == [2]  # every 2 steps
     table = tables[0][1]["samples"]
     assert table.columns == ["step", "task", "reward", "turns", "completion"] and 1 <= len(table.data) <= 4
-    ids = {json.loads(line)["task_id"] for line in (run / "groups" / "step_2.jsonl").read_text().splitlines()}
     assert all(row[0] == 2 and isinstance(row[2], float) and isinstance(row[4], str) for row in table.data)
-    assert ids & {row[1] for row in table.data}  # the rows are this step's trajectories
+    assert {row[1] for row in table.data} <= set(drawn(run, 2))  # the rows are this step's trajectories
     assert fake.calls[-1] == ("finish",)
 
     fake.calls.clear()
-    _train(args + ["--steps", "3", "--resume", "auto", "--wandb-name", "renamed"])
+    _train(tracked + ["--steps", "3", "--resume", "auto", "--wandb-name", "renamed"])
     inits = [c[1] for c in fake.calls if c[0] == "init"]
     assert inits[0]["id"] == run_id and inits[0]["resume"] == "allow" and inits[0]["name"] == "renamed"
     assert [c[2] for c in fake.calls if c[0] == "log" and "reward" in c[1]] == [3]
     assert fake.calls[-1] == ("finish",)
+
+    # The resumed mixed-source run drew the tasks that the uninterrupted one draws at step 3.
+    _train(base + ["--out", str(tmp_path / "whole"), "--steps", "3"])
+    assert drawn(run, 3) == drawn(tmp_path / "whole", 3) and len(set(drawn(run, 3))) == 2
+
+
+def drawn(run, step: int) -> list[str]:
+    return [json.loads(line)["task_id"] for line in (run / "groups" / f"step_{step}.jsonl").read_text().splitlines()]
 
 
 def test_tracking_without_its_package_is_one_line(monkeypatch):
