@@ -54,7 +54,17 @@ import env as envlib
 import models
 import rollout
 from trainer import checkpoint, data, fsdp, prefix
-from trainer.hardware import attention, cpu_bf16_is_fast, keep_freed_memory, prepack_linears, settle_cpu_bf16
+from trainer.hardware import (
+    attention,
+    checkpoint_layers,
+    compute_bf16,
+    cpu_autocast,
+    keep_freed_memory,
+    packs,
+    prepack_linears,
+    settle_cpu_bf16,
+    shares,
+)
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
@@ -65,7 +75,8 @@ class Config:
     # model
     model: str = "smollm2-135m"  # local dir, hub id, alias (Qwen2.5-7B-Coder) or smollm2-135m
     dtype: str = "auto"  # auto: bf16 on GPU; on CPU bf16 autocast where bf16 is fast (AMX, AVX512-BF16), else fp32
-    activation_checkpointing: bool = False  # recompute decoder layers in backward: memory for time
+    activation_checkpointing: str = "off"  # off | full (recompute each decoder layer) | selective (keep its matmuls)
+    compile: bool = False  # torch.compile each decoder layer (the first steps compile; each new shape recompiles)
     # data
     tasks: str = "data/tasks.jsonl"  # sources, "+"-joined: a task file or NAME[@PATH][:k=v,...] (trainer/data.py)
     holdout: str = ""  # the evaluation's sources: a problem of theirs (same text) never trains
@@ -139,8 +150,8 @@ class Config:
 # The reference's hyperparameters (DESIGN.md §5), our estimator (--paper: the paper's), LiveCodeBench before 2024-08.
 PRESETS = {
     "Qwen2.5-7B-Coder": dict(
-        sampler="vllm", dtype="bfloat16", activation_checkpointing=True, difficulty="", norm="mean_norm",
-        lam=1.0, s0=8.0, g0=8.0, K=64, gamma=0.95, group_size=32, tasks_per_step=6,
+        sampler="vllm", dtype="bfloat16", activation_checkpointing="full", difficulty="", norm="mean_norm",
+        lam=1.0, s0=8.0, g0=8.0, K=64, gamma=0.95, group_size=32, tasks_per_step=8,
         dynamic_sampling=True, max_gen_batches=20, lr=1e-6, clip_low=0.2, clip_high=0.28, dual_clip=3.0,
         entropy_coef=0.001, grad_clip=1.0, loss_agg="token-mean", kl_coef=0.01, max_turns=8,
         max_response_tokens=4096, max_total_tokens=8192 + 4096, gpu_memory_utilization=0.7, steps=100,
@@ -153,7 +164,7 @@ PRESETS["Qwen/Qwen2.5-Coder-7B-Instruct"] = PRESETS["Qwen2.5-7B-Coder"]
 CHOICES = dict(sampler=("hf", "vllm"), reward=("binary", "fraction"), algo=("grpo", "gigpo", "didpo"),
                baseline=didpo.BASELINES, norm=("mean_norm", "mean_std_norm"),
                loss_agg=("token-mean", "seq-mean-token-mean"), dtype=("auto", "float32", "bfloat16"),
-               pack=("auto", "on", "off"))
+               pack=("auto", "on", "off"), activation_checkpointing=("off", "full", "selective"))
 
 
 def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
@@ -317,22 +328,6 @@ def _chunk_logprobs(head, h, targets, entropy: bool):
     return lp, logz - (p * logits).sum(-1)
 
 
-def cpu_autocast(cfg: Config, device: torch.device) -> bool:
-    return device.type == "cpu" and cfg.dtype == "auto" and cpu_bf16_is_fast()
-
-
-def compute_bf16(cfg: Config, device: torch.device) -> bool:
-    return cfg.dtype == "bfloat16" or (cfg.dtype == "auto" and device.type == "cuda")
-
-
-def packs(cfg: Config, device: torch.device) -> bool:
-    return cfg.pack == "on" or (cfg.pack == "auto" and attention(device) == "flash_attention_2")
-
-
-def shares(cfg: Config, device: torch.device) -> bool:
-    return cfg.share_prefix and not packs(cfg, device) and attention(device) == "sdpa"
-
-
 def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False,
                   config=None) -> Policy:
     """FSDP2 over a model built on the meta device; the weights come from rank 0.
@@ -356,13 +351,10 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     store = torch.bfloat16 if frozen and bf16 else torch.float32
     with torch.device("meta"):
         shell = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention(device)).to(store)
-    if cfg.activation_checkpointing and not frozen:
-        # activation_checkpointing_enable() exists only in recent transformers (vLLM pins its own).
-        enable = getattr(shell, "activation_checkpointing_enable", None)
-        if enable is not None:
-            enable()
-        else:
-            shell.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if not frozen:
+        checkpoint_layers(shell, cfg.activation_checkpointing)
+    for layer in shell.model.layers if cfg.compile else ():
+        layer.compile()  # before sharding (torchtitan's order: checkpointing, compile, FSDP)
     # transformers only checkpoints layers in training mode; dropout is 0 in Qwen2 / SmolLM2, so nothing else changes.
     shell.train(not frozen)
     shell.config.use_cache = False
@@ -565,9 +557,17 @@ def check_run_dir(cfg: Config) -> None:
         raise ValueError(f"--out {cfg.out} already holds a run; pass --resume auto to continue it, or a new --out")
 
 
+def fit_world(cfg: Config, world: int) -> Config:
+    """tasks_per_step rounded up to a multiple of the world size: every rank rolls out an equal share, none idles."""
+    if (fitted := -(-cfg.tasks_per_step // world) * world) != cfg.tasks_per_step:
+        print0(f"--tasks-per-step {cfg.tasks_per_step} -> {fitted}, a multiple of the world size {world}: none idles")
+    return dataclasses.replace(cfg, tasks_per_step=fitted)
+
+
 def train(cfg: Config) -> Path:
     check_run_dir(cfg)
     rank, world, device = init()
+    cfg = fit_world(cfg, world)
     run = Path(cfg.out)
     if rank == 0:
         run.mkdir(parents=True, exist_ok=True)

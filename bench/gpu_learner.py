@@ -3,12 +3,14 @@
     python bench/gpu_learner.py                      # H200: 8 x 2048-token update, 16k-token log-prob pass
     python bench/gpu_learner.py --layers 4           # same code, fewer decoder layers (smaller GPUs)
     python bench/gpu_learner.py --peak-tflops 312    # MFU against another chip's dense bf16 peak (A100)
+    python bench/gpu_learner.py --checkpointing selective --compile   # train.py's learner flags, one run each
     python bench/gpu_learner.py --smoke              # tiny fp32 model, seconds on CPU: keeps this script alive
     python bench/gpu_learner.py --smoke --batch 8 --seq 1024 --budget 2048  # CPU: padded vs packed, longer rows
 
 The model is built from the Qwen2.5-Coder-1.5B-Instruct config (values embedded below, no weights
 travel) and goes through train.build_learner exactly as in training: FSDP2 on one rank, bf16 compute,
-fp32 master weights, activation checkpointing, fused AdamW. Three measurements:
+fp32 master weights, activation checkpointing (--checkpointing: full, selective or off), torch.compile of
+the decoder layers with --compile, fused AdamW. Three measurements:
 
 1. Update step = train.learn on synthetic trajectories (B sequences x T tokens, the last 3/4 of each
    on the loss mask, random advantages): forward + backward per micro-batch of --micro-batch
@@ -81,6 +83,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--budget", type=int, default=None,
                     help="tokens per micro-batch in the padded vs packed comparison (default 4096; smoke 384)")
     ap.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the chip (H200/H100 SXM: 989)")
+    ap.add_argument("--checkpointing", choices=("off", "full", "selective"), default="full",
+                    help="Config.activation_checkpointing (default full, the 7B preset's)")
+    ap.add_argument("--compile", action="store_true", help="Config.compile: torch.compile each decoder layer")
     ap.add_argument("--smoke", action="store_true", help="tiny fp32 model, runs on CPU in seconds")
     a = ap.parse_args(argv)
     defaults = dict(batch=2, seq=256, micro_batch=1, steps=1, mem_seq=256, budget=384) if a.smoke else \
@@ -228,8 +233,9 @@ def main(argv=None) -> int:
     shape = dict(SMOKE if a.smoke else QWEN25_CODER_15B)
     if a.layers:
         shape["num_hidden_layers"] = a.layers
-    cfg = train.Config(dtype="float32" if a.smoke else "bfloat16", activation_checkpointing=True,
-                       micro_batch_size=a.micro_batch, micro_batch_tokens=0, logprob_chunk=64 if a.smoke else 1024)
+    cfg = train.Config(dtype="float32" if a.smoke else "bfloat16", activation_checkpointing=a.checkpointing,
+                       compile=a.compile, micro_batch_size=a.micro_batch, micro_batch_tokens=0,
+                       logprob_chunk=64 if a.smoke else 1024)
     torch.manual_seed(0)
     # Random init directly on the device: no fp32 host copy of the 1.5B weights, and the init runs there.
     # Built in train mode (models.load_model returns eval()): HF checkpoints layers only when training.
@@ -302,8 +308,9 @@ def main(argv=None) -> int:
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"gpu_learner: {'smoke config' if a.smoke else 'Qwen2.5-Coder-1.5B config'}, "
           f"{shape['num_hidden_layers']} layers, N = {n_params / 1e6:.1f}M params, {where}, "
-          f"{'fp32' if a.smoke else 'bf16'} FSDP2 world {world}, activation checkpointing "
-          f"{ckpt_layers}/{shape['num_hidden_layers']} layers, lm_head chunk {cfg.logprob_chunk}")
+          f"{'fp32' if a.smoke else 'bf16'} FSDP2 world {world}, activation checkpointing ({a.checkpointing}) "
+          f"{ckpt_layers}/{shape['num_hidden_layers']} layers, {'compiled' if a.compile else 'eager'} layers, "
+          f"lm_head chunk {cfg.logprob_chunk}")
     rows = [
         ("update batch", f"{a.batch} x {a.seq} tokens, micro-batch {a.micro_batch}"),
         ("update step time (s)", f"{step_s:.3f}"),

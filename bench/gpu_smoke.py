@@ -155,7 +155,7 @@ def part_b(cpu: bool) -> bool:
 
     _, world, device = train.init()
     bf16 = not cpu
-    cfg = train.Config(dtype="bfloat16" if bf16 else "float32", activation_checkpointing=True,
+    cfg = train.Config(dtype="bfloat16" if bf16 else "float32", activation_checkpointing="full",
                        logprob_chunk=5 if cpu else 512)
     shape = TINY if cpu else QWEN25_CODER_05B
     torch.manual_seed(0)

@@ -25,7 +25,7 @@ import train  # noqa: E402
 def main():
     model_dir, out = sys.argv[1], sys.argv[2]
     rank, world, device = train.init()
-    cfg = train.Config(model=model_dir, sampler="vllm", kl_coef=0.01, activation_checkpointing=True)
+    cfg = train.Config(model=model_dir, sampler="vllm", kl_coef=0.01, activation_checkpointing="full")
     policy, ref, lm, _ = train.load_learner(cfg, model_dir, device, rank, world)
     assert lm is None  # the vLLM path keeps no full model anywhere
     # Peak so far: the load itself (the full-tensor gathers below are the test's, not training's).

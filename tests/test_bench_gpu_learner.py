@@ -37,7 +37,7 @@ def test_smoke_prints_the_table_with_numbers():
     naive = value(r"peak memory naive log-probs @ 256 tokens \(MiB\)")
     # Full (T, V) logits kept for backward must cost more than one 64-token chunk at a time.
     assert 0 < chunked < naive, rows
-    assert "activation checkpointing 2/2 layers" in rows, rows
+    assert "activation checkpointing (full) 2/2 layers, eager layers" in rows, rows
     # Padded vs packed on lengths 128, 256 (budget 384): one packed micro-batch of the real tokens.
     assert value(r"padded tokens/s") > 0 and value(r"packed tokens/s") > 0
     assert re.search(r"^packed micro-batches / row tokens\s+1 / 384$", rows, re.M), rows
@@ -58,3 +58,9 @@ def test_bad_flag_value_is_one_line():
     r = _run("--smoke", "--seq", "0")
     assert r.returncode != 0
     assert r.stderr.strip() == "error: --seq must be positive, got 0", r.stderr
+
+
+def test_smoke_runs_the_learner_flags():
+    r = _run("--smoke", "--checkpointing", "selective", "--compile")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "activation checkpointing (selective) 2/2 layers, compiled layers" in r.stdout, r.stdout

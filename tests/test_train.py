@@ -313,7 +313,8 @@ def test_help_gives_each_flag_its_meaning_and_default_and_dual_clip_turns_off():
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
     assert "--dual-clip X|none c > 1 bounds the loss" in text and "(default: 3.0)" in text
-    assert "--activation-checkpointing, --no-activation-checkpointing recompute" in text
+    assert "--compile, --no-compile torch.compile each decoder layer" in text
+    assert "--activation-checkpointing TEXT off | full (recompute each decoder layer)" in text
     assert text.count("(default: ") == len(train.dataclasses.fields(train.Config))
     cfg = train.resolve_config(cli.parse(["--dual-clip", "none"], train.Config))
     assert cfg.dual_clip is None and train.loss_config(cfg).dual_clip is None

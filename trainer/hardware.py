@@ -5,15 +5,19 @@ how the process keeps the memory it frees, packed weights for CPU decoding.
 
 `cpu_bf16_is_fast()`: measured once per run (`settle_cpu_bf16`) (AMX / AVX512-BF16 multiply bf16 faster than fp32;
 elsewhere oneDNN emulates bf16). `attention(device)`: "flash_attention_2" where flash-attn is installed
-on a GPU (requirements-gpu.txt), else torch's "sdpa". train.py turns these into Config's dtype and pack.
+on a GPU (requirements-gpu.txt), else torch's "sdpa". `cpu_autocast`, `compute_bf16`, `packs`, `shares` turn
+these into what Config's dtype, pack and share_prefix mean on this machine.
 `keep_freed_memory()`: glibc keeps what the CPU learner frees for its next micro-batch (train.init calls it).
 `prepack_linears(model)`: a CPU sampler's linears run on weights prepacked for oneDNN (few-row products 3-4x faster).
+`checkpoint_layers(model, mode)`: activation checkpointing of each decoder layer, full or selective.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -66,10 +70,39 @@ def _probe() -> bool:
 
 
 def attention(device: torch.device) -> str:
-    """flash_attention_2 where flash-attn is installed (requirements-gpu.txt), else torch's sdpa."""
+    """flash_attention_2 where flash-attn is installed (requirements-gpu.txt), else torch's sdpa; a GPU without
+    flash-attn says so once."""
     from transformers.utils import is_flash_attn_2_available
 
-    return "flash_attention_2" if device.type == "cuda" and is_flash_attn_2_available() else "sdpa"
+    if device.type == "cuda" and is_flash_attn_2_available():
+        return "flash_attention_2"
+    if device.type == "cuda":
+        _say_once("flash-attn is not installed: the learner uses sdpa and --pack auto leaves packing off "
+                  "(optional: pip install flash-attn --no-build-isolation)")
+    return "sdpa"
+
+
+@functools.cache
+def _say_once(line: str) -> None:
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        print(line, file=sys.stderr)
+
+
+# Config's dtype, pack and share_prefix on this machine (cfg: train.Config).
+def cpu_autocast(cfg, device: torch.device) -> bool:
+    return device.type == "cpu" and cfg.dtype == "auto" and cpu_bf16_is_fast()
+
+
+def compute_bf16(cfg, device: torch.device) -> bool:
+    return cfg.dtype == "bfloat16" or (cfg.dtype == "auto" and device.type == "cuda")
+
+
+def packs(cfg, device: torch.device) -> bool:
+    return cfg.pack == "on" or (cfg.pack == "auto" and attention(device) == "flash_attention_2")
+
+
+def shares(cfg, device: torch.device) -> bool:
+    return cfg.share_prefix and not packs(cfg, device) and attention(device) == "sdpa"
 
 
 def keep_freed_memory() -> None:
@@ -125,3 +158,36 @@ def prepack_linears(model: torch.nn.Module) -> torch.nn.Module:
             if type(m) is torch.nn.Linear:
                 m.__class__ = _PrepackedLinear
     return model
+
+
+# Selective activation checkpointing keeps these ops' outputs and recomputes the rest of the layer (norms,
+# rotary, activations, residual adds) in backward: torchtitan's op-level policy, without its every-other-mm.
+_KEPT = {getattr(torch.ops.aten, name).default for name in (
+    "mm", "addmm", "bmm", "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu")
+    if hasattr(torch.ops.aten, name)}
+
+
+def _keep_matmuls(ctx, op, *args, **kwargs):
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    return CheckpointPolicy.MUST_SAVE if op in _KEPT else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def checkpoint_layers(model: torch.nn.Module, mode: str) -> None:
+    """transformers' activation checkpointing of each decoder layer. full: backward recomputes the whole
+    layer (about a third more compute); selective: it keeps the matmul and attention outputs, so it
+    recomputes only the cheap ops, for more memory than full and far less than none. off: nothing."""
+    if mode == "off":
+        return
+    kwargs: dict = {"use_reentrant": False}
+    if mode == "selective":
+        from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+        kwargs["context_fn"] = functools.partial(create_selective_checkpoint_contexts, _keep_matmuls)
+    # activation_checkpointing_enable() exists only in recent transformers (vLLM pins its own).
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
