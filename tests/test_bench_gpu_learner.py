@@ -64,3 +64,16 @@ def test_smoke_runs_the_learner_flags():
     r = _run("--smoke", "--checkpointing", "selective", "--compile")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "activation checkpointing (selective) 2/2 layers, compiled layers" in r.stdout, r.stdout
+
+
+def test_the_gpu_vllm_script_without_vllm_says_so_in_one_line(monkeypatch, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_gpu_vllm", ROOT / "bench" / "gpu_vllm.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    assert script.main([]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "vLLM is not installed here" in out, out

