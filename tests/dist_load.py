@@ -4,7 +4,8 @@ the checkpoint; every rank builds on the meta device and receives its shards by 
     torchrun --nproc_per_node 2 tests/dist_load.py MODEL_DIR OUT.json
 
 Writes, from rank 0: whether every full parameter and buffer equals a plain fp32 load exactly, for
-the policy and the reference, and each rank's peak resident host memory (MiB).
+the policy and the reference, and how far each rank's peak resident host memory rose during the load (MiB:
+the peak after it less the peak before it, so what the imports took, which varies by machine, is not counted).
 """
 
 import json
@@ -25,11 +26,12 @@ import train  # noqa: E402
 def main():
     model_dir, out = sys.argv[1], sys.argv[2]
     rank, world, device = train.init()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB on Linux
     cfg = train.Config(model=model_dir, sampler="vllm", kl_coef=0.01, activation_checkpointing="full")
     policy, ref, lm, _ = train.load_learner(cfg, model_dir, device, rank, world)
     assert lm is None  # the vLLM path keeps no full model anywhere
     # Peak so far: the load itself (the full-tensor gathers below are the test's, not training's).
-    peak = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])  # KiB -> MiB on Linux
+    peak = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - before])
     got = {"policy": dict(train.full_named_parameters(policy)), "ref": dict(train.full_named_parameters(ref))}
     bufs = {"policy": dict(policy.lm.named_buffers()), "ref": dict(ref.lm.named_buffers())}
     peaks = [torch.zeros(1) for _ in range(world)]

@@ -27,8 +27,8 @@ def _torchrun(n: int, *args):
 def test_meta_device_load_gives_exactly_the_plain_weights_and_spares_other_ranks(tmp_path, tiny_tokenizer):
     # Big enough that a full copy shows in a process's peak RSS; stored in bf16 as the hub stores Qwen2.5.
     torch.manual_seed(0)
-    config = transformers.Qwen2Config(vocab_size=32000, hidden_size=512, intermediate_size=1024,
-                                      num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
+    config = transformers.Qwen2Config(vocab_size=32000, hidden_size=1024, intermediate_size=2048,
+                                      num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4,
                                       tie_word_embeddings=False)
     transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(tmp_path / "m")
     tiny_tokenizer.save_pretrained(tmp_path / "m")
