@@ -181,10 +181,11 @@ def keep(tasks: list[Task], key: str, chosen: set[str] | None) -> list[Task]:
     return tasks if chosen is None else [t for t in tasks if str(t.meta.get(key, "")).lower() in chosen]
 
 
-def load(path: str | Path, strict: bool = False, difficulty=None, platform=None) -> list[Task]:
-    """Our own format: one `Task.to_json()` object per line."""
+def load(path: str | Path, strict: bool = False, difficulty=None, platform=None, split=None) -> list[Task]:
+    """Our own format: one `Task.to_json()` object per line; filters on meta's difficulty, platform, split."""
     if not Path(path).is_file():
         raise FileNotFoundError(f"task file {path} does not exist; pass an existing .jsonl file")
     tasks = collect("jsonl", with_convert(read_rows(Path(path)), Task.from_json), strict)
     tasks = keep(tasks, "difficulty", choices(difficulty, None, "difficulty"))
+    tasks = keep(tasks, "split", choices(split, None, "split"))
     return keep(tasks, "platform", choices(platform, None, "platform"))

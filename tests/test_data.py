@@ -136,3 +136,68 @@ def test_references_pass_and_starters_and_sloppy_fail():
         if role in ("starter", "sloppy-hidden") and passed:
             problems.append(f"{role} {t.id} passed every hidden test")
     assert not problems, "\n".join(problems)
+
+
+# ----------------------------------------------------------------------------- the multi tier (data/multi.py)
+
+MULTI = tasks.load(DATA / "multi.jsonl", strict=True)
+MULTI_SOLUTIONS = {row["id"]: row["code"]
+                   for row in map(json.loads, (DATA / "multi_solutions.jsonl").read_text().splitlines())}
+
+
+def _module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_multi_tier_is_in_sync_and_its_held_out_splits_never_train():
+    multi = _module(DATA / "multi.py", "data_multi")
+    lines, sols = multi.rows()
+    assert (DATA / "multi.jsonl").read_text().splitlines() == lines, "run python data/multi.py"
+    assert (DATA / "multi_solutions.jsonl").read_text().splitlines() == sols, "run python data/multi.py"
+    by_split = {s: [t for t in MULTI if t.meta["split"] == s] for s in ("train", "heldout_combos", "heldout_functions")}
+    assert [len(v) for v in by_split.values()] == [multi.TRAIN, multi.HELDOUT, multi.HELDOUT]
+    trained = {frozenset(t.meta["functions"]) for t in by_split["train"]}
+    seen = set().union(*trained)
+    assert not seen & set(multi.HELD_OUT_FUNCTIONS)
+    assert all(frozenset(t.meta["functions"]) not in trained and set(t.meta["functions"]) <= seen
+               for t in by_split["heldout_combos"])
+    assert all(set(t.meta["functions"]) <= set(multi.HELD_OUT_FUNCTIONS) for t in by_split["heldout_functions"])
+    assert all(2 <= len(t.meta["functions"]) <= 4 and t.meta["difficulty"] == "multi" for t in MULTI)
+
+
+def test_each_multi_label_is_its_functions_own():
+    """Every hidden test names its own function and no other; the reference passes every function, and a
+    reference with one function left as its stub fails that function alone (bench/credit_live.labels)."""
+    multi = _module(DATA / "multi.py", "data_multi")
+    live = _module(DATA.parent / "bench" / "credit_live.py", "bench_credit_live")
+    pool = multi.functions()
+    for t in MULTI:
+        for name, idx in t.meta["functions"].items():
+            for i in idx:
+                called = set(re.findall(r"\b([a-z_]+)\(", t.hidden_tests[i].input)) & set(t.meta["functions"])
+                assert called == {name}, (t.id, t.hidden_tests[i].input)
+    sample = MULTI[::19]  # 20 tasks, every split
+    items = [(t, MULTI_SOLUTIONS[t.id]) for t in sample]
+    knocked = []
+    for t in sample:
+        names = list(t.meta["functions"])
+        out = names[len(t.id) % len(names)]
+        code = "\n\n".join(pool[n]["stub"] if n == out else pool[n]["solution"] for n in names)
+        items.append((t, code))
+        knocked.append(out)
+    marks = live.labels(items)
+    assert all(all(m.values()) for m in marks[: len(sample)])
+    for m, out in zip(marks[len(sample):], knocked):
+        assert [n for n, ok in m.items() if not ok] == [out], m
+
+
+def test_function_spans_find_each_written_function_body():
+    live = _module(DATA.parent / "bench" / "credit_live.py", "bench_credit_live")
+    r = "Here:\n```python\ndef add(a, b):\n    return a + b\n\ndef add(a, b):\n    return b + a\n\ndef sub(a, b):\n" \
+        "    return a - b\n```\ndef mul(a, b):"
+    spans = live.function_spans(r, ["add", "sub", "mul", "div"])
+    assert {n: r[s:e] for n, (s, e) in spans.items()} == {  # the last def counts; no body, no span
+        "add": "def add(a, b):\n    return b + a\n\n", "sub": "def sub(a, b):\n    return a - b\n"}

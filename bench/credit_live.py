@@ -1,0 +1,167 @@
+"""Credit on the model's own samples: the embedded model writes the multi tier's 2-4 functions, each function
+is labelled by its own hidden tests, and each estimator is scored on those labels.
+
+    python bench/credit_live.py                          # 24 train-split tasks, G = 8, seed 0 (~10 min on 2 cores)
+    python bench/credit_live.py --tasks 8 --seed 1       # fewer groups, another draw
+    python bench/credit_live.py --json bench/results/credit_live-seed0.json
+
+Groups of G trajectories of data/multi.jsonl tasks (train split, a seeded draw) are sampled as train.py
+samples them (train.Config's embedded defaults, one turn, --max-tokens per response, HFSampler). The final
+file of every trajectory is graded once per function on that function's hidden tests (meta.functions), with
+the trainer's grading mode: a function is correct when all of its tests pass. The reward is the paper's
+sparse one (every hidden test passes), so the estimators see only it.
+
+Reported:
+  * the model on the tier: per-function and all-pass rates, and the share of responses whose edit applied
+    (a response the parser refused leaves the stub: format, not code);
+  * for grpo, gigpo, the paper's estimator (AdvConfig.paper(): group_mean, eta 0.8, no verdict) and the
+    default DiDPO: within-trajectory accuracy (each pair of a correct and a wrong function in one response:
+    1 if the correct one's body tokens have the higher mean advantage, 1/2 on a tie) and token AUC (correct
+    against wrong body tokens), over the groups whose rewards differ (no other group has any advantage),
+    with bench/credit.py's metric code. GRPO is 0.5 by construction. Goal (issue 39): default >= 0.85 / 0.85.
+A function's def line is the stub's, so scoring starts on its body; a function that a response does not
+write has no tokens and is not scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import sandbox  # noqa: E402
+import tasks as tasklib  # noqa: E402
+
+
+def credit_bench():
+    """bench/credit.py: its metric (within-trajectory accuracy, token AUC) and its group interval."""
+    spec = importlib.util.spec_from_file_location("bench_credit", ROOT / "bench" / "credit.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def labels(items: list[tuple[tasklib.Task, str]], mode: str = "strict") -> list[dict[str, bool]]:
+    """For each (task, final code): {function: all of its own hidden tests pass}, in one grade_many call."""
+    jobs, keys = [], []
+    for k, (task, code) in enumerate(items):
+        for name, idx in task.meta["functions"].items():
+            jobs.append(sandbox.GradeJob(code, [task.hidden_tests[i] for i in idx], mode=mode,
+                                         stop_on_first_failure=False))
+            keys.append((k, name))
+    out: list[dict[str, bool]] = [{} for _ in items]
+    for (k, name), job, verdicts in zip(keys, jobs, sandbox.grade_many(jobs)):
+        out[k][name] = len(verdicts) == len(job.tests) and all(v.passed for v in verdicts)
+    return out
+
+
+def function_spans(response: str, names) -> dict[str, tuple[int, int]]:
+    """name -> (start of its last `def name(` line, end of its body) in a response's text."""
+    out = {}
+    for name in names:
+        found = list(re.finditer(rf"^def {re.escape(name)}\(", response, re.M))
+        if not found:
+            continue
+        start = found[-1].start()
+        body = response.find("\n", start) + 1
+        end = re.compile(r"^(?=\S)", re.M).search(response, body) if body else None
+        if body and (end.start() if end else len(response)) > body:
+            out[name] = (start, end.start() if end else len(response))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", type=int, default=24, help="task groups to sample")
+    ap.add_argument("--G", type=int, default=8, help="trajectories per group")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split", default="train", choices=("train", "heldout_combos", "heldout_functions"))
+    ap.add_argument("--max-tokens", type=int, default=384, help="per response")
+    ap.add_argument("--batch", type=int, default=4, help="tasks per rollout call")
+    ap.add_argument("--json", help="write the numbers here")
+    a = ap.parse_args()
+
+    import torch
+
+    import didpo
+    import models
+    import rollout
+    import train
+
+    bench = credit_bench()
+    pool = [t for t in tasklib.load(ROOT / "data" / "multi.jsonl") if t.meta["split"] == a.split]
+    chosen = random.Random(a.seed).sample(pool, a.tasks)
+    cfg = train.Config(group_size=a.G, max_turns=1, max_response_tokens=a.max_tokens, seed=a.seed)
+    _, _, device = train.init()
+    lm, tok = models.load_model(cfg.model)
+    sampler = train.make_sampler(cfg, models.resolve(cfg.model), lm, tok, device)
+    sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens)
+    torch.manual_seed(a.seed)
+    t0, groups = time.time(), []
+    for k in range(0, len(chosen), a.batch):
+        groups += rollout.rollout(chosen[k: k + a.batch], sampler, tok, train.env_config(cfg), n=a.G,
+                                  sampling=sampling, progress=False)
+        print(f"sampled {len(groups)}/{len(chosen)} groups, {time.time() - t0:.0f} s", file=sys.stderr)
+    sample_s = time.time() - t0
+    by_id = {t.id: t for t in chosen}
+    trajs = [tr for g in groups for tr in g]
+    finals = [(by_id[tr.task_id], tr.turns[-1].files_after.get("solution.py", "") if tr.turns else "")
+              for tr in trajs]
+    marks = labels(finals)
+    per_fn: dict[str, list[bool]] = {}
+    for m, tr in zip(marks, trajs):
+        for name, ok in m.items():
+            per_fn.setdefault(name, []).append(ok)
+        if tr.reward >= 1.0 and not all(m.values()):
+            print(f"warning: {tr.task_id} rewarded 1.0 but a function fails its own tests", file=sys.stderr)
+    applied = sum(bool(tr.turns and tr.turns[-1].applied) for tr in trajs) / len(trajs)
+    all_pass = sum(tr.reward >= 1.0 for tr in trajs) / len(trajs)
+
+    # Each trajectory with its scored functions: (turn 0, def start, body end, correct), where the edit applied.
+    scored, it = [], iter(marks)
+    for g in groups:
+        rows = []
+        for tr in g:
+            m = next(it)
+            turn = tr.turns[-1] if tr.turns else None
+            spans = function_spans(turn.response, m) if turn and turn.applied else {}
+            rows.append((tr, [(len(tr.turns) - 1, s, e, m[name]) for name, (s, e) in spans.items()]))
+        if len({tr.reward for tr in g}) > 1:
+            scored.append(rows)
+    mixed = sum(any(ok for *_, ok in sp) and not all(ok for *_, ok in sp) for grp in scored for _, sp in grp)
+    estimators = {"grpo": didpo.AdvConfig(algo="grpo"), "gigpo": didpo.AdvConfig(algo="gigpo"),
+                  "paper": didpo.AdvConfig.paper(), "didpo (default)": didpo.AdvConfig()}
+    results = {}
+    for name, acfg in estimators.items():
+        per_group: list = []
+        acc, auc = bench.measure(scored, acfg, per_group) if mixed else (float("nan"), float("nan"))
+        lo, hi = bench.interval(per_group) if mixed else (float("nan"), float("nan"))
+        results[name] = {"accuracy": acc, "auc": auc, "accuracy_95": [lo, hi]}
+
+    print(f"credit_live: {len(groups)} groups x G {a.G} of data/multi.jsonl ({a.split}, seed {a.seed}), embedded "
+          f"model, {a.max_tokens} tokens, {sample_s:.0f} s sampling")
+    print(f"model on the tier: all-pass {all_pass:.3f}, edit applied {applied:.3f}; per function: "
+          + ", ".join(f"{n} {sum(v) / len(v):.2f}" for n, v in sorted(per_fn.items())))
+    print(f"scored: {len(scored)} groups with differing rewards, {mixed} responses with a correct and a wrong function")
+    for name, r in results.items():
+        print(f"  {name:16s} accuracy {r['accuracy']:.3f} [{r['accuracy_95'][0]:.2f}, {r['accuracy_95'][1]:.2f}]"
+              f"  AUC {r['auc']:.3f}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({
+            "settings": vars(a), "sample_s": sample_s, "all_pass": all_pass, "applied": applied,
+            "per_function": {n: [sum(v), len(v)] for n, v in sorted(per_fn.items())},
+            "groups_scored": len(scored), "mixed_responses": mixed, "estimators": results}, indent=1))
+    train.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
