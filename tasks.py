@@ -3,18 +3,17 @@
     python -c "import tasks; print(len(tasks.load('data/tasks.jsonl')))"       # the shipped task set
     python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"    # 164, offline
 
-    tasks.load(path, strict=False, difficulty=None, platform=None) -> list[Task]   one `Task.to_json()` a line
+    tasks.load(path, strict=False, difficulty=None, platform=None, split=None) -> list[Task]   a Task.to_json() a line
     benchmarks.load(name, path=None, strict=False, **filters) -> list[Task]       name in list_benchmarks()
 
 The published benchmarks (LiveCodeBench, HumanEval(+), MBPP, APPS) are read by benchmarks/, one module
 each, into these records; the row reading they share is here (`read_rows`, `collect`).
 
-Public vs hidden: `public_tests` are the tests the agent may see (LiveCodeBench
-public cases, APPS statement examples, MBPP's first assert, which the prompt
-shows). `hidden_tests` is the benchmark's whole grading set, which is what
-eval.py and the final reward grade; for LiveCodeBench it is public + private
-cases, as LiveCodeBench's own evaluation sample is. Only public tests and the
-statement ever reach a prompt, an observation or the workspace.
+Public vs hidden: `public_tests` are the tests the agent may see (LiveCodeBench public cases, APPS
+statement examples, MBPP's first assert, which the prompt shows). `hidden_tests` is the benchmark's
+whole grading set, which is what eval.py and the final reward grade; for LiveCodeBench it is public +
+private cases, as LiveCodeBench's own evaluation sample is. Only public tests and the statement ever
+reach a prompt, an observation or the workspace.
 
 Malformed rows are skipped with one `MalformedRowWarning` that counts and names
 them, or raise `ValueError` naming the row with strict=True.
