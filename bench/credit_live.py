@@ -4,8 +4,10 @@ is labelled by its own hidden tests, and each estimator is scored on those label
     python bench/credit_live.py                          # 24 train-split tasks, G = 8, seed 0 (~10 min on 2 cores)
     python bench/credit_live.py --tasks 8 --seed 1       # fewer groups, another draw
     python bench/credit_live.py --json bench/results/credit_live-seed0.json
+    python bench/credit_live.py --functions add,is_even,is_positive,min_of_three --size 2   # pairs of these
 
-Groups of G trajectories of data/multi.jsonl tasks (train split, a seeded draw) are sampled as train.py
+Groups of G trajectories of data/multi.jsonl tasks (train split, a seeded draw; with --functions, tasks of --size
+of the named functions made by data/multi.py's task()) are sampled as train.py
 samples them (train.Config's embedded defaults, one turn, --max-tokens per response, HFSampler). The final
 file of every trajectory is graded once per function on that function's hidden tests (meta.functions), with
 the trainer's grading mode: a function is correct when all of its tests pass. The reward is the paper's
@@ -21,6 +23,15 @@ Reported:
     with bench/credit.py's metric code. GRPO is 0.5 by construction. Goal (issue 39): default >= 0.85 / 0.85.
 A function's def line is the stub's, so scoring starts on its body; a function that a response does not
 write has no tokens and is not scored.
+
+Measured (2026-12-06, 2 cores, seed 0; bench/results/credit_live-*.json):
+    tier (train split), 24 x G 8:  all-pass 0.010, edit applied 0.55, per function 0.00-0.31; 2 groups with
+        differing rewards, 3 responses with a right and a wrong function: too few to score (default 1.00,
+        paper 0.40, grpo 0.50). At this model's level 2-4 functions in one turn almost never all pass.
+    --functions add,is_even,is_positive,min_of_three,sum_list,reverse_string,max_of_list --size 2, 16 x G 8:
+        all-pass 0.133, edit applied 0.48, per function 0.08-0.46; 9 groups scored, 8 mixed responses:
+        accuracy / AUC  grpo 0.50 / 0.961, gigpo 0.50 / 0.961, paper 0.25 [0.00, 0.62] / 0.923,
+        default 0.94 [0.82, 1.00] / 0.957. Most failures are format (the edit did not apply), not code.
 """
 
 from __future__ import annotations
@@ -41,9 +52,8 @@ import sandbox  # noqa: E402
 import tasks as tasklib  # noqa: E402
 
 
-def credit_bench():
-    """bench/credit.py: its metric (within-trajectory accuracy, token AUC) and its group interval."""
-    spec = importlib.util.spec_from_file_location("bench_credit", ROOT / "bench" / "credit.py")
+def load_module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -86,6 +96,8 @@ def main() -> int:
     ap.add_argument("--split", default="train", choices=("train", "heldout_combos", "heldout_functions"))
     ap.add_argument("--max-tokens", type=int, default=384, help="per response")
     ap.add_argument("--batch", type=int, default=4, help="tasks per rollout call")
+    ap.add_argument("--functions", help="comma list: tasks of --size of these functions instead of the tier's")
+    ap.add_argument("--size", type=int, default=2, help="functions per task with --functions")
     ap.add_argument("--json", help="write the numbers here")
     a = ap.parse_args()
 
@@ -96,9 +108,16 @@ def main() -> int:
     import rollout
     import train
 
-    bench = credit_bench()
-    pool = [t for t in tasklib.load(ROOT / "data" / "multi.jsonl") if t.meta["split"] == a.split]
-    chosen = random.Random(a.seed).sample(pool, a.tasks)
+    bench = load_module(ROOT / "bench" / "credit.py", "bench_credit")  # its metrics and group interval
+    if a.functions:
+        multi = load_module(ROOT / "data" / "multi.py", "data_multi")
+        fns, rng = multi.functions(), random.Random(a.seed)
+        names = [n.strip() for n in a.functions.split(",")]
+        chosen = [tasklib.Task.from_json(multi.task(tuple(rng.sample(names, a.size)), fns, "adhoc")[0])
+                  for _ in range(a.tasks)]
+    else:
+        pool = [t for t in tasklib.load(ROOT / "data" / "multi.jsonl") if t.meta["split"] == a.split]
+        chosen = random.Random(a.seed).sample(pool, a.tasks)
     cfg = train.Config(group_size=a.G, max_turns=1, max_response_tokens=a.max_tokens, seed=a.seed)
     _, _, device = train.init()
     lm, tok = models.load_model(cfg.model)
@@ -146,7 +165,8 @@ def main() -> int:
         lo, hi = bench.interval(per_group) if mixed else (float("nan"), float("nan"))
         results[name] = {"accuracy": acc, "auc": auc, "accuracy_95": [lo, hi]}
 
-    print(f"credit_live: {len(groups)} groups x G {a.G} of data/multi.jsonl ({a.split}, seed {a.seed}), embedded "
+    what = f"{a.size}-function tasks of {a.functions}" if a.functions else f"data/multi.jsonl, {a.split}"
+    print(f"credit_live: {len(groups)} groups x G {a.G} of {what}, seed {a.seed}, embedded "
           f"model, {a.max_tokens} tokens, {sample_s:.0f} s sampling")
     print(f"model on the tier: all-pass {all_pass:.3f}, edit applied {applied:.3f}; per function: "
           + ", ".join(f"{n} {sum(v) / len(v):.2f}" for n, v in sorted(per_fn.items())))
