@@ -253,6 +253,21 @@ def paired_last(a: list[float], b: list[float], n_boot: int = 2000, seed: int = 
     return dict(window=w, diff=float(d.mean()), ci95=ci)
 
 
+def pooled_paired(a: list[list[float]], b: list[list[float]], n_boot: int = 2000, seed: int = 0) -> dict:
+    """a minus b over the last window, pooled over seeds (a[s], b[s]: seed s's per-step values, the same tasks at
+    each step): the mean of the seeds' mean differences, and a two-level percentile bootstrap 95% interval that
+    resamples seeds with replacement, then the steps inside each drawn seed (seed-to-seed spread as well as
+    step-to-step noise; issue 39)."""
+    w = min(window(len(x)) for x in a + b)
+    d = np.asarray([np.asarray(x[-w:], float) - np.asarray(y[-w:], float) for x, y in zip(a, b)])  # [seeds, w]
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, len(d), (n_boot, len(d)))  # [n_boot, seeds]
+    steps = rng.integers(0, w, (n_boot, len(d), w))  # [n_boot, seeds, w]
+    boot = d[seeds[..., None], steps].mean((1, 2))  # [n_boot]
+    return dict(window=w, seeds=len(d), diff=float(d.mean()),
+                ci95=[float(x) for x in np.percentile(boot, [2.5, 97.5])])
+
+
 def report(res: dict, out: Path, quiet: bool = False) -> None:
     """Write OUT/learn.json and OUT/learn.png from res; unless quiet, print the table."""
     curves = {algo: s["rewards"] for algo, s in res["algos"].items()}

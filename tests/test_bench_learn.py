@@ -99,3 +99,15 @@ def test_merge_joins_single_algorithm_runs_and_refuses_mixed_settings(tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("error: --merge") and "differs" in err and "in lr;" in err
     assert learn.main(["--merge", d, d, "--out", str(tmp_path / "m3")]) == 2
+
+
+def test_pooled_paired_resamples_seeds_and_steps_by_hand():
+    """Known inputs, known intervals: a constant difference has no spread; two seeds, one of differences 0 and
+    one of 1, pool to 0.5, and resampling the seeds draws 0, 0.5 or 1 (1/4, 1/2, 1/4): the interval is [0, 1].
+    A single seed's interval is the steps' alone."""
+    flat = learn.pooled_paired([[0.5] * 10] * 3, [[0.25] * 10] * 3)
+    assert flat["diff"] == 0.25 and flat["ci95"] == [0.25, 0.25] and flat["seeds"] == 3 and flat["window"] == 5
+    two = learn.pooled_paired([[1.0] * 20, [1.0] * 20], [[1.0] * 20, [0.0] * 20])
+    assert two["diff"] == 0.5 and two["ci95"] == [0.0, 1.0]
+    one = learn.pooled_paired([[0.0] * 10 + [1.0, 0.0] * 5], [[0.0] * 20])  # last window: 1, 0, 1, 0, ...
+    assert one["diff"] == 0.5 and 0.0 < one["ci95"][0] < 0.5 < one["ci95"][1] < 1.0
