@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 VPY := .venv-vllm/bin/python
 
-.PHONY: test demo lint bench test-vllm
+.PHONY: test demo lint bench test-vllm test-network
 
 .venv/installed: requirements.txt
 	test -x $(PY) || python3 -m venv .venv
@@ -18,6 +18,10 @@ test: .venv/installed
 
 demo: .venv/installed
 	$(PY) train.py
+
+# The GPU install resolved by pip against the package index (bench/gpu_install.py): network, not in `make test`.
+test-network: .venv/installed
+	$(PY) -m pytest -q -m network tests/test_gpu_install.py
 
 lint: .venv/installed
 	$(PY) -m ruff check .

@@ -1,6 +1,7 @@
 """requirements-gpu.txt installs as one environment on a GPU node: bench/gpu_install.py resolves it with pip's
 resolver (linux x86_64, Python 3.12, wheels only) and holds its pins; a conflicting set fails in one line.
-The two resolver tests need the package index (PyPI or the configured mirror), as `make test`'s install does."""
+The two resolver tests need the package index (PyPI or the configured mirror): marked `network`, they run in
+`make test-network` (.ci/run), not in `make test`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -29,6 +31,7 @@ def _names(path: Path) -> set[str]:
     return {canonicalize_name(Requirement(ln).name) for ln in lines if ln and not ln.startswith(("#", "-"))}
 
 
+@pytest.mark.network
 def test_the_gpu_set_resolves_with_its_pins():
     r = _run()
     assert r.returncode == 0, r.stderr
@@ -38,6 +41,7 @@ def test_the_gpu_set_resolves_with_its_pins():
         assert f"{name} {pinned[name]}" in r.stdout, r.stdout
 
 
+@pytest.mark.network
 def test_a_conflicting_torch_pin_fails_in_one_line(tmp_path):
     pinned = gpu_install.pins(GPU)
     text = GPU.read_text()
