@@ -53,18 +53,7 @@ import diffs
 import env as envlib
 import models
 import rollout
-from trainer import checkpoint, data, fsdp, prefix
-from trainer.hardware import (
-    attention,
-    checkpoint_layers,
-    compute_bf16,
-    cpu_autocast,
-    keep_freed_memory,
-    packs,
-    prepack_linears,
-    settle_cpu_bf16,
-    shares,
-)
+from trainer import checkpoint, data, fsdp, hardware, prefix
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
@@ -232,7 +221,7 @@ def init() -> tuple[int, int, torch.device]:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     else:
-        keep_freed_memory()
+        hardware.keep_freed_memory()
     if not dist.is_initialized():
         # device_id binds NCCL's communicator to this rank's GPU at once (no guessing from the rank).
         kw = dict(backend="nccl", device_id=device) if device.type == "cuda" else dict(backend="gloo")
@@ -347,18 +336,20 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     import transformers
 
     config = config if config is not None else lm.config
-    bf16 = compute_bf16(cfg, device)
+    bf16 = hardware.compute_bf16(cfg, device)
     store = torch.bfloat16 if frozen and bf16 else torch.float32
     with torch.device("meta"):
-        shell = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention(device)).to(store)
+        shell = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=hardware.attention(device))
+    shell = shell.to(store)
     if not frozen:
-        checkpoint_layers(shell, cfg.activation_checkpointing)
+        hardware.checkpoint_layers(shell, cfg.activation_checkpointing)
     for layer in shell.model.layers if cfg.compile else ():
         layer.compile()  # before sharding (torchtitan's order: checkpointing, compile, FSDP)
     # transformers only checkpoints layers in training mode; dropout is 0 in Qwen2 / SmolLM2, so nothing else changes.
     shell.train(not frozen)
     shell.config.use_cache = False
-    policy = Policy(shell, cfg.logprob_chunk, cpu_autocast(cfg, device), packs(cfg, device), shares(cfg, device))
+    policy = Policy(shell, cfg.logprob_chunk, hardware.cpu_autocast(cfg, device), hardware.packs(cfg, device),
+                    hardware.shares(cfg, device))
     return fsdp.shard(policy, lm, device, world, bf16=bf16, frozen=frozen)
 
 
@@ -407,7 +398,7 @@ def micro_batches(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], cfg:
     long sequence never pads many short ones; otherwise micro_batch_size sequences each, in order."""
     order, n = list(range(len(trajs))), [len(t.token_ids) for t in trajs]
     if cfg.micro_batch_tokens:
-        pack, share, parts = packs(cfg, torch.device(device)), shares(cfg, torch.device(device)), []
+        pack, share, parts = hardware.packs(cfg, torch.device(device)), hardware.shares(cfg, torch.device(device)), []
         # Longest first; sharing, a group's rows stay together (they share their prompt).
         order.sort(key=(lambda i: (trajs[i].task_id, -n[i])) if share else (lambda i: -n[i]))
         for i in order:
@@ -492,7 +483,7 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
                                    max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
                                    sleep_level=2)
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
-    return rollout.HFSampler(prepack_linears(copy.deepcopy(lm).to(device).eval()), tokenizer)
+    return rollout.HFSampler(hardware.prepack_linears(copy.deepcopy(lm).to(device).eval()), tokenizer)
 
 
 def rollout_seed(seed: int, step: int, rank: int) -> int:
@@ -574,7 +565,7 @@ def train(cfg: Config) -> Path:
         (run / "config.json").write_text(json.dumps(run_info(cfg), indent=2))
     dist.barrier()
     if device.type == "cpu" and cfg.dtype == "auto":
-        settle_cpu_bf16(run, bool(cfg.resume))
+        hardware.settle_cpu_bf16(run, bool(cfg.resume))
     print0(f"[bold]didpo[/] {cfg.algo} on {cfg.model}, world {world}, {device.type}; run dir {run}")
     print0(dataclasses.asdict(cfg))
 
@@ -639,7 +630,7 @@ def train(cfg: Config) -> Path:
         t = time.time()
         # Advantages are per task group, so trajectories may move now: each rank updates on an equal share of tokens.
         m = learn(policy, opt, *spread(trajs, advs, rank, world), cfg, device, ref=ref)
-        opt.zero_grad(set_to_none=True)  # gradients are not kept through checkpointing and the rollout
+        hardware.release_update_memory(opt)  # gradients are not kept through checkpointing and the rollout
         times["update"] = time.time() - t
         cursor += world * window
 
@@ -662,7 +653,7 @@ def train(cfg: Config) -> Path:
         logger.log(m, groups)
 
     checkpoint.export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export",
-           dtype=torch.bfloat16 if compute_bf16(cfg, device) else torch.float32)
+           dtype=torch.bfloat16 if hardware.compute_bf16(cfg, device) else torch.float32)
     logger.close()
     print0(f"done: {run}/metrics.jsonl, checkpoints in {run}/checkpoints, export in {cfg.export or run / 'export'}",
            soft_wrap=True)

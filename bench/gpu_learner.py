@@ -224,6 +224,7 @@ def main(argv=None) -> int:
     import transformers
 
     import train
+    from trainer import hardware
 
     _, world, device = train.init()
     if world != 1:
@@ -302,7 +303,7 @@ def main(argv=None) -> int:
             if impl == attn:
                 raise
             cmp[name] = str(e).splitlines()[0][:120]
-    policy.pack, policy.lm.config._attn_implementation = train.packs(cfg, device), attn
+    policy.pack, policy.lm.config._attn_implementation = hardware.packs(cfg, device), attn
     opt.zero_grad(set_to_none=True)
 
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"

@@ -125,7 +125,7 @@ def test_export_in_bf16_with_the_config_saying_so(tmp_path, tiny_model, tiny_tok
 
     import models
     import train
-    from trainer import checkpoint
+    from trainer import checkpoint, hardware
 
     _, world, device = train.init()
     policy = train.build_learner(copy.deepcopy(tiny_model), train.Config(), device, world)
@@ -139,8 +139,8 @@ def test_export_in_bf16_with_the_config_saying_so(tmp_path, tiny_model, tiny_tok
     for n, p in train.full_named_parameters(policy):
         torch.testing.assert_close(dict(model.named_parameters())[n], p.to(torch.bfloat16), rtol=0, atol=0)
     # The 7B preset's run exports bf16; the CPU default keeps fp32.
-    assert train.compute_bf16(train.resolve_config({"model": "Qwen2.5-7B-Coder"}), torch.device("cpu"))
-    assert not train.compute_bf16(train.Config(), torch.device("cpu"))
+    assert hardware.compute_bf16(train.resolve_config({"model": "Qwen2.5-7B-Coder"}), torch.device("cpu"))
+    assert not hardware.compute_bf16(train.Config(), torch.device("cpu"))
 
 
 def test_gpu_smoke_cpu_mode_passes():

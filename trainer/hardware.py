@@ -7,7 +7,8 @@ how the process keeps the memory it frees, packed weights for CPU decoding.
 elsewhere oneDNN emulates bf16). `attention(device)`: "flash_attention_2" where flash-attn is installed
 on a GPU (requirements-gpu.txt), else torch's "sdpa". `cpu_autocast`, `compute_bf16`, `packs`, `shares` turn
 these into what Config's dtype, pack and share_prefix mean on this machine.
-`keep_freed_memory()`: glibc keeps what the CPU learner frees for its next micro-batch (train.init calls it).
+`keep_freed_memory()`: glibc keeps what the CPU learner frees for its next micro-batch (train.init calls it);
+`release_update_memory(opt)` returns it once the update is done.
 `prepack_linears(model)`: a CPU sampler's linears run on weights prepacked for oneDNN (few-row products 3-4x faster).
 `checkpoint_layers(model, mode)`: activation checkpointing of each decoder layer, full or selective.
 """
@@ -124,6 +125,20 @@ def keep_freed_memory() -> None:
         return
     mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed at glibc's maximum (setting it ends the dynamic one)
     mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: never trim the heap top
+
+
+def release_update_memory(opt: torch.optim.Optimizer) -> None:
+    """After an update: drop its gradients (nothing keeps them through checkpointing and the rollout) and
+    give the heap's free pages back to the kernel (glibc's malloc_trim; keep_freed_memory keeps them only
+    within an update). Without the trim a CPU run's resident memory grew by about 0.6 GB a step (measured on
+    the embedded default, bench/learn's settings: 3.9, 4.5 GB at the start of steps 2, 3; bench/learn runs reached
+    8.5-10 GB); with it, 3.0 GB at the start of every step (4 steps), and no slower step (update 8.8-10.5 s).
+    The peak inside an update (6.1-6.3 GB) is its activations: --activation-checkpointing full takes 1.5 GB off."""
+    opt.zero_grad(set_to_none=True)
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 class _PrepackedLinear(torch.nn.Linear):
