@@ -38,18 +38,19 @@ def complete(url: str, model: str, bodies: list[dict], workers: int = 8, retries
     def one(req: dict) -> str:
         body = {"model": model, "n": 1, **req}
         for attempt in range(retries + 1):
-            why = ""
             try:
                 r = requests.post(endpoint, json=body, headers=headers, timeout=timeout)
+            except (requests.ConnectionError, requests.Timeout) as e:
+                why = f"{type(e).__name__}: {e}"
+            else:
                 if r.status_code == 200:
-                    return r.json()["choices"][0]["message"]["content"] or ""
+                    try:
+                        return r.json()["choices"][0]["message"]["content"] or ""
+                    except (ValueError, KeyError, IndexError, TypeError) as e:
+                        raise EndpointError(f"{endpoint} did not answer in the chat-completions schema ({e})") from None
                 why = f"HTTP {r.status_code}: {r.text[:200]}"
                 if r.status_code not in RETRY:
                     raise EndpointError(f"{endpoint} refused the request ({why}); check --model and the server")
-            except (requests.ConnectionError, requests.Timeout) as e:
-                why = f"{type(e).__name__}: {e}"
-            except (ValueError, KeyError, IndexError, TypeError) as e:
-                raise EndpointError(f"{endpoint} did not answer in the chat-completions schema ({e})") from None
             if attempt < retries:
                 _sleep(backoff * 2 ** attempt)
         raise EndpointError(f"{endpoint} failed {retries + 1} times (last: {why}); is the server up?")
