@@ -176,7 +176,8 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 0 (0: {zero}), got {getattr(cfg, name)}")
     if cfg.dual_clip is not None and cfg.dual_clip <= 1:
         raise ValueError(f"--dual-clip {cfg.dual_clip} must be > 1, or none to turn it off")
-    [data.parse(spec) for spec in (cfg.tasks, cfg.holdout) if spec]  # a bad source fails before any work
+    for spec in filter(None, (cfg.tasks, cfg.holdout)):
+        data.parse(spec)  # a bad source fails before any work
     for flag, module in (("wandb", "wandb"), ("tensorboard", "tensorboard")):
         if getattr(cfg, flag) and importlib.util.find_spec(module) is None:
             raise ValueError(f"--{flag} needs the {module} package: pip install -r requirements-track.txt")
@@ -589,10 +590,10 @@ def train(cfg: Config) -> Path:
         print0(f"resumed from {ckpt} at step {start}")
     logger = Logger(run, cfg)
     acfg = adv_config(cfg)
-    share = len(range(rank, cfg.tasks_per_step, world))  # this rank's task groups
+    share = cfg.tasks_per_step // world  # this rank's task groups (fit_world: the same on every rank)
     # Each rank draws from its own window of the run's order (data.order), the most it can draw in a step (DAPO may
     # resample), so ranks never share a task and a resumed run draws what the uninterrupted one would.
-    window = -(-cfg.tasks_per_step // world) * (cfg.max_gen_batches if cfg.dynamic_sampling else 1)
+    window = share * (cfg.max_gen_batches if cfg.dynamic_sampling else 1)
 
     for step in range(start, cfg.steps):
         t0 = time.time()

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import tasks
 from benchmarks import apps, humaneval, livecodebench, mbpp
-from benchmarks.rows import hub_id  # noqa: F401 - trainer/data.py asks whether a source's path names the hub
 from tasks import Task
 
 LOADERS: dict[str, Callable[..., list[Task]]] = {

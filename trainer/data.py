@@ -31,6 +31,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 import benchmarks
+from benchmarks.rows import hub_id
 from tasks import Task
 
 
@@ -60,7 +61,7 @@ def parse(spec: str) -> list[tuple[str, str | None, dict[str, str]]]:
         if name not in benchmarks.list_benchmarks():
             raise DataError(f"--tasks {part!r}: unknown source {name!r}; use a .jsonl task file or one of "
                              f"{', '.join(benchmarks.list_benchmarks())} (NAME[@PATH][:key=value,...])")
-        if path and not Path(path).exists() and not benchmarks.hub_id(path):
+        if path and not Path(path).exists() and not hub_id(path):
             raise DataError(f"--tasks {part!r}: {path} is neither a local file or directory nor a hub dataset id "
                             "(owner/name)")
         out.append((name, path or None, filters))

@@ -118,13 +118,20 @@ def keep_freed_memory() -> None:
     the next updates took 18-20 s (sys 1-6 s). Blocks over 32 MB (glibc's ceiling for a heap block)
     are still mapped per use, so Config.logprob_chunk keeps each chunk's (chunk, V) logits under it.
     No-op where the C library is not glibc."""
+    if (libc := _glibc()) is not None:
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed at glibc's maximum (setting it ends the dynamic one)
+        libc.mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: never trim the heap top
+
+
+@functools.cache
+def _glibc():
+    """The C library where it is glibc (mallopt, malloc_trim), else None."""
     try:
         libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
+        libc.mallopt, libc.malloc_trim  # noqa: B018 - both exist, or this is not glibc
+        return libc
     except (OSError, AttributeError):
-        return
-    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed at glibc's maximum (setting it ends the dynamic one)
-    mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: never trim the heap top
+        return None
 
 
 def release_update_memory(opt: torch.optim.Optimizer) -> None:
@@ -135,10 +142,8 @@ def release_update_memory(opt: torch.optim.Optimizer) -> None:
     8.5-10 GB); with it, 3.0 GB at the start of every step (4 steps), and no slower step (update 8.8-10.5 s).
     The peak inside an update (6.1-6.3 GB) is its activations: --activation-checkpointing full takes 1.5 GB off."""
     opt.zero_grad(set_to_none=True)
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
+    if (libc := _glibc()) is not None:
+        libc.malloc_trim(0)
 
 
 class _PrepackedLinear(torch.nn.Linear):

@@ -100,7 +100,6 @@ class Logger:
         console.print("  time: " + "  ".join(f"{k[5:]} {v:.1f}s" for k, v in m.items()
                                             if k.startswith("time_") and k != "time_step"), style="dim")
 
-
     def close(self) -> None:
         if self.wb:
             self.wb.finish()
