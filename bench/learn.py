@@ -7,6 +7,17 @@
     # (2 cores shared with other jobs: ~130 s a step each, 8.5 GB of memory each).
     python bench/learn.py --algos didpo --threads 1 --out runs/learn-didpo   # (and grpo, gigpo likewise)
     python bench/learn.py --merge runs/learn-didpo runs/learn-grpo runs/learn-gigpo --out runs/learn
+    # Where credit matters (issue 39): two functions per task, four algorithms, one run per seed, then pooled
+    python bench/learn.py --tier pairs --seed 0 --out runs/pairs-0          # (and seeds 1, 2, ...)
+    python bench/learn.py --pool runs/pairs-0 runs/pairs-1 --out runs/pairs  # curves with bands, didpo - each
+
+--tier pairs (pairs_tier): both orders of each pair of PAIR_POOL's 7 functions; 5 pairs held out, and every pair
+of data/multi.py's 6 held-out functions (40 held-out tasks, the same for every seed); the reward is the paper's
+(every hidden test), except for grpo-frac, GRPO on the fraction of hidden tests passed (partial credit). Curves
+and windows read each step's all-pass rate, which is grpo-frac's reward no longer; held-out pass@1 comes per
+split and per function (each function's own hidden tests, bench/credit_live.labels), and each run's peak
+resident memory (VmHWM) is read from its process. --pool pools seeds: DiDPO minus each baseline on held-out
+pass@1 (per-task differences; seeds, then tasks resampled) and on the last window (seeds, then steps).
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
@@ -73,8 +84,11 @@ advantage sums by 1-7%: a perturbation that small moves one run's last 10 by 0.2
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import itertools
 import json
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -83,6 +97,22 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+ALGOS = ("didpo", "grpo", "gigpo", "grpo-frac")  # grpo-frac: GRPO on the fraction reward (partial credit)
+# The pairs tier's functions: the 7 training functions the embedded model writes most often right on the multi
+# tier (bench/results/credit_live-seed0.json: 0.15-0.25 there, 0.08-0.46 in pairs); the others it almost never did.
+PAIR_POOL = ("add", "is_even", "is_positive", "min_of_three", "sum_list", "reverse_string", "max_of_list")
+PAIRS_TOKENS = 256  # per response on the pairs tier: two short functions and the edit's frame
+HELD_COMBOS = 5  # pairs of PAIR_POOL held out (both orders); with the 15 pairs of held-out functions: 40 tasks
+
+
+def peak_rss_reset() -> None:
+    """Start a new peak of this process's resident memory (Linux: VmHWM, reset by clear_refs 5)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_rss_gb() -> float:
+    """This process's peak resident memory since the last peak_rss_reset, in GB."""
+    return int(re.search(r"VmHWM:\s+(\d+)", Path("/proc/self/status").read_text()).group(1)) / 1e6
 
 
 def window(n_steps: int) -> int:
@@ -118,13 +148,59 @@ def split_tasks(path: Path, difficulty: str, heldout: int, seed: int, out: Path)
     return train_p, held_p, [r["id"] for r in rows[:heldout]]
 
 
-def pass_at_1(model: str, held: Path, a, out: Path) -> float:
+def pairs_tier(seed: int, out: Path) -> tuple[Path, Path, list[str]]:
+    """The pairs tier (issue 39): tasks asking for 2 functions of PAIR_POOL in one file (data/multi.py's task()),
+    both orders of each pair. Held out, the same for every seed: HELD_COMBOS pairs of the pool (never trained on)
+    and every pair of data/multi.py's held-out functions (never seen at all); the training order is the seed's
+    shuffle of the other pairs. Written as OUT/train_tasks.jsonl and OUT/heldout_tasks.jsonl."""
+    multi = _load(ROOT / "data" / "multi.py", "data_multi")
+    fns, rng = multi.functions(), random.Random(0)
+
+    def both(combos, split):
+        return [multi.task(p, fns, split)[0] for c in combos for p in (c, c[::-1])]
+
+    pool = list(itertools.combinations(PAIR_POOL, 2))
+    held_c = rng.sample(pool, HELD_COMBOS)
+    held = both(held_c, "heldout_combos") + both(itertools.combinations(multi.HELD_OUT_FUNCTIONS, 2),
+                                                  "heldout_functions")
+    rows = both([c for c in pool if c not in held_c], "train")
+    random.Random(seed).shuffle(rows)
+    train_p, held_p = out / "train_tasks.jsonl", out / "heldout_tasks.jsonl"
+    held_p.write_text("".join(json.dumps(r) + "\n" for r in held))
+    train_p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return train_p, held_p, [r["id"] for r in held]
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def pass_at_1(model: str, held: Path, a, out: Path) -> dict:
+    """Held-out pass@1 of `model` in the training format: overall, per task (c/n), and, on tasks with
+    meta.functions, per split and per function (each function's own hidden tests on each sample's final file)."""
     import eval as evallib
+    import tasks as tasklib
 
     cfg = evallib.EvalConfig(bench=str(held), model=model, mode="agent", n=a.eval_n, k=[1],
                              temperature=a.temperature, top_p=1.0, max_tokens=a.max_response_tokens,
                              max_turns=a.max_turns, sampler="hf", seed=a.seed, workers=2, out=str(out))
-    return float(evallib.run(cfg)["overall"]["pass@1"])
+    res = evallib.run(cfg)
+    per_task = {tid: r["c"] / r["n"] for tid, r in res["per_task"].items()}
+    got = dict(pass1=float(res["overall"]["pass@1"]), per_task=per_task)
+    by_id = {t.id: t for t in tasklib.load(held)}
+    if all(t.meta.get("functions") for t in by_id.values()):
+        recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines() if x.strip()]
+        marks = _load(ROOT / "bench" / "credit_live.py", "credit_live").labels(
+            [(by_id[r["task_id"]], r["code"]) for r in recs])
+        per_fn = [ok for m in marks for ok in m.values()]
+        got["function_pass"] = sum(per_fn) / len(per_fn)  # (sample, function) pairs whose function is right
+        for split in sorted({t.meta["split"] for t in by_id.values()}):
+            ids = [tid for tid, t in by_id.items() if t.meta["split"] == split]
+            got[split] = sum(per_task[t] for t in ids) / len(ids)
+    return got
 
 
 def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
@@ -149,7 +225,10 @@ def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--algos", default="didpo,grpo,gigpo", help="comma list of grpo | gigpo | didpo")
+    ap.add_argument("--algos", default=None, help="comma list of " + " | ".join(ALGOS) +
+                    " (default didpo,grpo,gigpo; --tier pairs: all four)")
+    ap.add_argument("--tier", default="trivial", choices=("trivial", "pairs"),
+                    help="trivial: --difficulty of --tasks, split by the seed; pairs: pairs_tier() (issue 39)")
     ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 40; smoke 6)")
     ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 1; smoke 1)")
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
@@ -164,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="default smollm2-135m; smoke: a tiny random model")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="default runs/learn (smoke: runs/learn-smoke); must be new")
+    ap.add_argument("--pool", nargs="+", metavar="DIR", help="pool learn runs of several seeds (learn.json each): "
+                    "curves with bands, DiDPO minus each baseline with seed-and-step intervals")
     ap.add_argument("--merge", nargs="+", metavar="DIR",
                     help="no training: one JSON, PNG and table from learn runs of single algorithms into --out")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 6 steps: seconds, not a result")
@@ -173,14 +254,19 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     d = dict(steps=6, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
         dict(steps=40, tasks_per_step=1, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
+    if a.tier == "pairs" and not a.smoke:
+        d.update(steps=60, max_response_tokens=PAIRS_TOKENS)
+    d["algos"] = ",".join(ALGOS) if a.tier == "pairs" else "didpo,grpo,gigpo"
     for k, v in d.items():
         if getattr(a, k) is None:
             setattr(a, k, v)
+    if a.pool:
+        return pool(a.pool, Path(a.out or "runs/learn-pooled"))
     if a.merge:
         return merge(a.merge, Path(a.out or "runs/learn"))
     algos = [x for x in a.algos.split(",") if x]
-    if not algos or any(x not in ("grpo", "gigpo", "didpo") for x in algos):
-        print(f"error: --algos {a.algos!r}; pass a comma list of grpo, gigpo, didpo", file=sys.stderr)
+    if not algos or any(x not in ALGOS for x in algos):
+        print(f"error: --algos {a.algos!r}; pass a comma list of {', '.join(ALGOS)}", file=sys.stderr)
         return 2
     out = Path(a.out or ("runs/learn-smoke" if a.smoke else "runs/learn"))
     if (out / "learn.json").exists() or any((out / x).exists() for x in algos):
@@ -207,35 +293,43 @@ def main(argv: list[str] | None = None) -> int:
             lm.save_pretrained(a.model)
     model = a.model or "smollm2-135m"
 
-    train_p, held_p, held_ids = split_tasks(Path(a.tasks), a.difficulty, a.heldout, a.seed, out)
+    if a.tier == "pairs":
+        train_p, held_p, held_ids = pairs_tier(a.seed, out)
+    else:
+        train_p, held_p, held_ids = split_tasks(Path(a.tasks), a.difficulty, a.heldout, a.seed, out)
     t0 = time.time()
     before = pass_at_1(model, held_p, a, out / "eval-base")
     res = dict(command=" ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
-               model=model, seed=a.seed, heldout=held_ids, pass1_before=before, algos={},
-               settings=dict(steps=a.steps, tasks_per_step=a.tasks_per_step, group_size=a.group_size,
-                             max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
-                             temperature=a.temperature, difficulty=a.difficulty, eval_n=a.eval_n,
-                             threads=torch.get_num_threads()),
+               model=model, seed=a.seed, heldout=held_ids, pass1_before=before["pass1"], heldout_before=before,
+               algos={}, settings=dict(steps=a.steps, tasks_per_step=a.tasks_per_step, group_size=a.group_size,
+                                       max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
+                                       temperature=a.temperature, tier=a.tier,
+                                       difficulty=a.difficulty if a.tier == "trivial" else "", eval_n=a.eval_n,
+                                       threads=torch.get_num_threads()),
                eval_base_s=time.time() - t0)
     for algo in algos:
         cfg = train.resolve_config(dict(
-            model=model, algo=algo, tasks=str(train_p), difficulty="", steps=a.steps, tasks_per_step=a.tasks_per_step,
+            model=model, algo=algo.removesuffix("-frac"), reward="fraction" if algo.endswith("-frac") else "binary",
+            tasks=str(train_p), difficulty="", steps=a.steps, tasks_per_step=a.tasks_per_step,
             group_size=a.group_size, max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
             temperature=a.temperature, seed=a.seed, out=str(out / algo), save_groups=1,
             **(dict(micro_batch_size=1, logprob_chunk=64) if a.smoke else {})))
+        peak_rss_reset()
         t = time.time()
         run = train.train(cfg)
-        train_s = time.time() - t
+        train_s, peak = time.time() - t, peak_rss_gb()
         rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
-        rows = [r for r in rows if "reward" in r]
-        rewards = [float(r["reward"]) for r in sorted(rows, key=lambda r: r["step"])]
+        rows = sorted((r for r in rows if "reward" in r), key=lambda r: r["step"])
+        rewards = [float(r["reward"]) for r in rows]
         t = time.time()
         after = pass_at_1(str(run / "export"), held_p, a, out / f"eval-{algo}")
-        res["algos"][algo] = dict(run_dir=str(run), rewards=rewards, pass1_after=after,
+        res["algos"][algo] = dict(run_dir=str(run), rewards=rewards, pass1_after=after["pass1"], heldout_after=after,
+                                  pass_rate=[float(r["pass_rate"]) for r in rows if "pass_rate" in r],
                                   anchors=[float(r.get("anchors", 0.0)) for r in rows],
                                   entropy=[float(r["entropy"]) for r in rows if "entropy" in r],
                                   step_s=[float(r["time_step"]) for r in rows if "time_step" in r],
-                                  train_s=train_s, eval_s=time.time() - t, **curve_stats(rewards, seed=a.seed))
+                                  train_s=train_s, peak_rss_gb=peak, eval_s=time.time() - t,
+                                  **curve_stats(rewards, seed=a.seed))
         # Written after every algorithm: a run stopped early keeps the algorithms it finished.
         report(res, out, quiet=algo != algos[-1])
     return 0
@@ -260,12 +354,112 @@ def pooled_paired(a: list[list[float]], b: list[list[float]], n_boot: int = 2000
     step-to-step noise; issue 39)."""
     w = min(window(len(x)) for x in a + b)
     d = np.asarray([np.asarray(x[-w:], float) - np.asarray(y[-w:], float) for x, y in zip(a, b)])  # [seeds, w]
+    return dict(window=w, **two_level(d, n_boot, seed))
+
+
+def two_level(d: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
+    """d[s, j]: seed s's j-th paired difference (a step, or a held-out task). The mean, and its percentile 95%
+    interval from a two-level bootstrap: seeds drawn with replacement, then the j's inside each drawn seed."""
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, len(d), (n_boot, len(d)))  # [n_boot, seeds]
-    steps = rng.integers(0, w, (n_boot, len(d), w))  # [n_boot, seeds, w]
-    boot = d[seeds[..., None], steps].mean((1, 2))  # [n_boot]
-    return dict(window=w, seeds=len(d), diff=float(d.mean()),
-                ci95=[float(x) for x in np.percentile(boot, [2.5, 97.5])])
+    cols = rng.integers(0, d.shape[1], (n_boot, len(d), d.shape[1]))  # [n_boot, seeds, j]
+    boot = d[seeds[..., None], cols].mean((1, 2))  # [n_boot]
+    return dict(seeds=len(d), diff=float(d.mean()), ci95=[float(x) for x in np.percentile(boot, [2.5, 97.5])])
+
+
+def pool(dirs: list[str], out: Path) -> int:
+    """One report over learn runs of several seeds (one learn.json each, the same setting and held-out tasks):
+    per algorithm the mean over seeds of each step's all-pass rate with a 95% band (seeds resampled), held-out
+    pass@1 before and after, seconds per step and peak memory; DiDPO minus each baseline on held-out all-pass
+    pass@1 (paired by task; seeds, then tasks resampled) and on the last window of training (paired by step)."""
+    runs = [json.loads((Path(d) / "learn.json").read_text()) for d in dirs]
+    algos = [x for x in runs[0]["algos"] if all(x in r["algos"] for r in runs)]
+    bad = [d for d, r in zip(dirs, runs) if r["heldout"] != runs[0]["heldout"] or
+           r["settings"]["steps"] != runs[0]["settings"]["steps"]]
+    if bad or len({r["seed"] for r in runs}) < len(runs) or "didpo" not in algos:
+        print(f"error: --pool {' '.join(dirs)}: pass runs of distinct seeds with the same steps and held-out tasks, "
+              "each with didpo", file=sys.stderr)
+        return 2
+    curve = {x: np.asarray([_pass_curve(r["algos"][x]) for r in runs]) for x in algos}  # [seeds, steps]
+    res = dict(seeds=[r["seed"] for r in runs], dirs=dirs, settings=runs[0]["settings"], algos={}, didpo_vs={},
+               pass1_before=float(np.mean([r["pass1_before"] for r in runs])))
+    for x in algos:
+        got = [r["algos"][x] for r in runs]
+        res["algos"][x] = dict(
+            curve=curve[x].mean(0).tolist(), band95=_band(curve[x]).tolist(),
+            pass1_after=float(np.mean([g["pass1_after"] for g in got])),
+            function_pass_after=_mean([g.get("heldout_after", {}).get("function_pass") for g in got]),
+            last_window=float(np.mean([c[-window(len(c)):].mean() for c in curve[x]])),
+            step_s=float(np.mean([np.mean(g["step_s"]) for g in got])),
+            peak_rss_gb=_mean([g.get("peak_rss_gb") for g in got], max))
+    held = runs[0]["heldout"]
+    for x in algos:
+        if x == "didpo":
+            continue
+        d = np.asarray([[r["algos"]["didpo"]["heldout_after"]["per_task"][t] -
+                         r["algos"][x]["heldout_after"]["per_task"][t] for t in held] for r in runs])  # [seeds, tasks]
+        res["didpo_vs"][x] = dict(heldout_pass1=two_level(d), last_window=pooled_paired(
+            curve["didpo"].tolist(), curve[x].tolist()))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "learn.json").write_text(json.dumps(res, indent=2))
+    _plot_bands(res, out / "learn.png")
+    _print_pool(res)
+    return 0
+
+
+def _pass_curve(s: dict) -> list[float]:
+    """Each step's share of rollouts that passed every hidden test (the reward itself, where it is binary)."""
+    return s.get("pass_rate") or s["rewards"]
+
+
+def _band(c: np.ndarray, n_boot: int = 2000) -> np.ndarray:
+    """[2, steps]: the percentile 95% interval of each step's mean over seeds, seeds resampled."""
+    idx = np.random.default_rng(0).integers(0, len(c), (n_boot, len(c)))  # [n_boot, seeds]
+    return np.percentile(c[idx].mean(1), [2.5, 97.5], axis=0)
+
+
+def _mean(xs: list, f=np.mean) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return float(f(xs)) if xs else None
+
+
+def _plot_bands(res: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for x, s in res["algos"].items():
+        c, (lo, hi) = np.asarray(s["curve"]), np.asarray(s["band95"])
+        k = window(len(c))
+        smooth = np.convolve(c, np.ones(k) / k, "valid")  # running mean over one window
+        steps = np.arange(k, len(c) + 1)
+        line, = ax.plot(steps, smooth, "-", label=f"{x} (mean over {len(res['seeds'])} seeds, {k}-step mean)")
+        ax.fill_between(np.arange(1, len(c) + 1), lo, hi, color=line.get_color(), alpha=0.12)
+    ax.set_xlabel("step")
+    ax.set_ylabel("share of rollouts passing every hidden test")
+    ax.set_title(f"{res['settings'].get('tier', 'trivial')} tier, seeds {', '.join(map(str, res['seeds']))} "
+                 "(band: 95% over seeds, per step)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _print_pool(res: dict) -> None:
+    st = res["settings"]
+    print(f"learn pooled: seeds {res['seeds']}, {st['steps']} steps x {st['tasks_per_step']} tasks x G "
+          f"{st['group_size']}; held-out pass@1 before {res['pass1_before']:.3f}")
+    print(f"{'algo':10s} {'pass@1 after':>12s} {'fn pass':>8s} {'last win':>9s} {'s/step':>7s} {'peak GB':>8s}")
+    for x, s in res["algos"].items():
+        fn = f"{s['function_pass_after']:.3f}" if s["function_pass_after"] is not None else "n/a"
+        rss = f"{s['peak_rss_gb']:.1f}" if s["peak_rss_gb"] is not None else "n/a"
+        print(f"{x:10s} {s['pass1_after']:12.3f} {fn:>8s} {s['last_window']:9.3f} {s['step_s']:7.1f} {rss:>8s}")
+    for x, v in res["didpo_vs"].items():
+        h, w = v["heldout_pass1"], v["last_window"]
+        print(f"didpo - {x}: held-out pass@1 {h['diff']:+.3f} [{h['ci95'][0]:+.3f}, {h['ci95'][1]:+.3f}]; "
+              f"last {w['window']} steps {w['diff']:+.3f} [{w['ci95'][0]:+.3f}, {w['ci95'][1]:+.3f}]")
 
 
 def report(res: dict, out: Path, quiet: bool = False) -> None:

@@ -111,3 +111,85 @@ def test_pooled_paired_resamples_seeds_and_steps_by_hand():
     assert two["diff"] == 0.5 and two["ci95"] == [0.0, 1.0]
     one = learn.pooled_paired([[0.0] * 10 + [1.0, 0.0] * 5], [[0.0] * 20])  # last window: 1, 0, 1, 0, ...
     assert one["diff"] == 0.5 and 0.0 < one["ci95"][0] < 0.5 < one["ci95"][1] < 1.0
+
+
+def test_two_level_by_hand():
+    """Held-out tasks as the inner level: one seed of per-task differences 0 and 1 pools to 0.5 and resamples
+    to 0, 0.5 or 1; two seeds whose tasks agree resample to the seeds' own means only."""
+    one = learn.two_level(np.array([[0.0, 1.0]]))
+    assert one["diff"] == 0.5 and one["ci95"] == [0.0, 1.0] and one["seeds"] == 1
+    two = learn.two_level(np.array([[0.25] * 4, [0.75] * 4]))
+    assert two["diff"] == 0.5 and two["ci95"] == [0.25, 0.75]
+
+
+def test_pairs_tier_holds_out_combinations_and_functions(tmp_path):
+    """Every task asks for two functions, labelled by their own hidden tests; held-out pairs are never trained on,
+    held-out functions appear in no training task, and every seed evaluates the same held-out tasks."""
+    import tasks as tasklib
+
+    train_p, held_p, held = learn.pairs_tier(0, tmp_path)
+    tr, he = tasklib.load(train_p), tasklib.load(held_p)
+    assert [t.id for t in he] == held and len(he) == 2 * learn.HELD_COMBOS + 2 * 15 == 40
+    assert len(tr) == 2 * (21 - learn.HELD_COMBOS)
+    combos = lambda ts: {frozenset(t.meta["functions"]) for t in ts}  # noqa: E731
+    assert not combos(tr) & combos(he) and all(len(t.meta["functions"]) == 2 for t in tr + he)
+    fresh = {t.meta["split"]: set() for t in he}
+    for t in he:
+        fresh[t.meta["split"]] |= set(t.meta["functions"])
+    assert not fresh["heldout_functions"] & {f for t in tr for f in t.meta["functions"]}
+    assert fresh["heldout_combos"] <= set(learn.PAIR_POOL)
+    for t in tr[:3] + he[:3]:  # each function owns its own tests: a right one passes, the stub fails
+        idx = [i for ix in t.meta["functions"].values() for i in ix]
+        assert sorted(idx) == list(range(len(t.hidden_tests)))
+    other = tmp_path / "s1"
+    other.mkdir()
+    assert learn.pairs_tier(1, other)[2] == held
+    assert [t.id for t in tasklib.load(other / "train_tasks.jsonl")] != [t.id for t in tr]
+
+
+def _seed_run(d: Path, seed: int, curves: dict[str, list[float]], per_task: dict[str, dict[str, float]]) -> str:
+    d.mkdir(parents=True)
+    res = dict(model="m", seed=seed, heldout=["a", "b"], pass1_before=0.25,
+               settings=dict(steps=4, tasks_per_step=1, group_size=8, tier="pairs"),
+               algos={x: dict(rewards=c, pass_rate=c, pass1_after=float(np.mean(list(per_task[x].values()))),
+                              heldout_after=dict(per_task=per_task[x], function_pass=0.5), step_s=[2.0] * 4,
+                              peak_rss_gb=3.0 + seed) for x, c in curves.items()})
+    (d / "learn.json").write_text(json.dumps(res))
+    return str(d)
+
+
+def test_pool_reports_didpo_minus_each_baseline_over_seeds(tmp_path, capsys):
+    s0 = _seed_run(tmp_path / "s0", 0, {"didpo": [0, 0, 1, 1], "grpo": [0, 0, 0, 1]},
+                   {"didpo": {"a": 1.0, "b": 0.5}, "grpo": {"a": 0.5, "b": 0.5}})
+    s1 = _seed_run(tmp_path / "s1", 1, {"didpo": [0, 0, 0.5, 0.5], "grpo": [0, 0, 0.5, 0.5]},
+                   {"didpo": {"a": 0.25, "b": 0.25}, "grpo": {"a": 0.25, "b": 0.25}})
+    assert learn.main(["--pool", s0, s1, "--out", str(tmp_path / "p")]) == 0
+    res = json.loads((tmp_path / "p" / "learn.json").read_text())
+    assert res["algos"]["didpo"]["curve"] == [0, 0, 0.75, 0.75] and res["algos"]["grpo"]["peak_rss_gb"] == 4.0
+    v = res["didpo_vs"]["grpo"]
+    assert v["heldout_pass1"]["diff"] == pytest.approx(0.125)  # seed 0: +0.5, 0; seed 1: 0, 0
+    # By hand: 0 whenever both drawn seeds are seed 1 (1/4); 0.5 needs seed 0 twice and its +0.5 task four times
+    # (1/4 x 1/16 < 2.5%), 0.375 three times of four (1/4 x 4/16 = 6%): the interval is [0, 0.375].
+    assert v["heldout_pass1"]["ci95"] == [0.0, 0.375]
+    assert v["last_window"]["diff"] == pytest.approx(0.25) and v["last_window"]["window"] == 2
+    assert (tmp_path / "p" / "learn.png").read_bytes()[:4] == b"\x89PNG"
+    assert "didpo - grpo: held-out pass@1 +0.125" in capsys.readouterr().out
+    assert learn.main(["--pool", s0, s0, "--out", str(tmp_path / "q")]) == 2  # one seed twice
+
+
+def test_smoke_on_the_pairs_tier_scores_functions_and_memory(tmp_path):
+    """--tier pairs end to end on the tiny model: GRPO on the fraction reward trains with that reward, held-out
+    pass@1 comes per split and per function from the eval's own samples, and each run's peak memory is read."""
+    out = tmp_path / "pairs"
+    r = subprocess.run([sys.executable, "bench/learn.py", "--smoke", "--tier", "pairs", "--algos", "didpo,grpo-frac",
+                        "--steps", "2", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads((out / "learn.json").read_text())
+    assert len(res["heldout"]) == 40 and res["settings"]["tier"] == "pairs"
+    assert json.loads((out / "grpo-frac" / "config.json").read_text())["config"]["reward"] == "fraction"
+    assert json.loads((out / "didpo" / "config.json").read_text())["config"]["reward"] == "binary"
+    for s in res["algos"].values():
+        h = s["heldout_after"]
+        assert set(h) >= {"pass1", "per_task", "function_pass", "heldout_combos", "heldout_functions"}
+        assert sorted(h["per_task"]) == sorted(res["heldout"]) and 0.0 <= h["function_pass"] <= 1.0
+        assert len(s["pass_rate"]) == 2 and 0.1 < s["peak_rss_gb"] < 20
