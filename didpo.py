@@ -118,9 +118,7 @@ class Credit:
     anchor_values: dict[int, list[float]] = field(default_factory=dict)  # anchor id -> A^D of its kept members
     holders: dict[int, list[int]] = field(default_factory=dict)  # anchor id -> trajectories i with x_{i,g} = 1
     contrast: dict[int, float] = field(default_factory=dict)     # anchor id -> the DiD contrast on the holders
-    verdicts: dict[tuple[str, tuple], float] = field(default_factory=dict)  # version (f, lines) -> q (A^V)
-    escape: dict[str, float] = field(default_factory=dict)  # function -> π̂_f, how often its bugs pass its tests
-    apart: dict[tuple, list] = field(default_factory=dict)  # version -> the versions it behaves apart from
+    posterior: verdict.Posterior | None = None  # the verdict's (A^V), where AdvConfig.verdict
     stats: dict = field(default_factory=dict)
 
 
@@ -214,8 +212,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig) -> Credit:
     elif cfg.algo == "didpo":
         anchor_credit(group, cfg, cr)                                                 # A^D
         if cfg.verdict:                                                               # A^V (verdict.py)
-            post = verdict.attach(group, cr.diff, cr.episode, ys)
-            cr.verdicts, cr.escape, cr.apart = post.q, post.escape, post.apart
+            cr.posterior = verdict.attach(group, cr.diff, cr.episode, ys)
     token_advantages(group, cfg, cr)                                                  # Â
     return cr
 
