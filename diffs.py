@@ -9,7 +9,7 @@
    against both).
 2. Candidates, nested: hunk -> blocks (runs of changed lines cut at top-level statements of the new file,
    via `ast`; a class body's statements count, so the methods of `class Solution` are blocks) -> lines of
-   at least `min_line_chars` normalized chars. Each has a kind (add | del | replace), path, normalized text
+   at least `min_line_chars` normalized chars. Each has a kind (add | replace), path, normalized text
    (comments, docstrings, blank lines dropped, whitespace folded, relative indentation kept), size L, its
    (trajectory, turn), and the response's char ranges that wrote it, read from `Turn.origin`. Deleted
    lines have no origin: a pure deletion is no candidate; a replacement's deleted half rides with its adds.
@@ -183,7 +183,7 @@ def statement_ids(text: str) -> list[int]:
 
 @dataclass(slots=True)
 class SubDiff:
-    kind: str                 # add | del | replace
+    kind: str                 # add | replace (a pure deletion is no candidate)
     path: str
     level: str                # hunk | block | line
     text: str                 # normalized
@@ -193,10 +193,6 @@ class SubDiff:
     units: list[tuple]        # the changed lines it covers: (path, "+" or "-", line_no)
     ranges: list[Range | None]  # char range in the response of each unit (None for deleted lines)
     parts: set[tuple] = field(default_factory=set)  # keys (kind, path, text) of its finer candidates
-
-
-def _kind(has_del: bool, has_add: bool) -> str:
-    return "replace" if has_del and has_add else ("add" if has_add else "del")
 
 
 def _blocks(added: list[int], stmt: list[int]) -> list[list[int]]:
@@ -334,14 +330,14 @@ def _hunk_candidates(f: _File, hunk: Hunk, found: _Found, cache: dict, min_line_
         units += [(f.path, "+", n) for n in adds]
         ranges += [f.origin[n] if n < len(f.origin) else None for n in adds]
         if adds:
-            parts += _block_candidates(f, _kind(bool(dels), True), adds, found, cache, min_line_chars, line_scope)
+            parts += _block_candidates(f, "replace" if dels else "add", adds, found, cache, min_line_chars, line_scope)
     if not added:
         return
     d_text, _ = normalize(deleted, cache["norm"])
     a_text, a_size = normalize(added, cache["norm"])
     # A pure addition keeps its plain text, so a one-block hunk is the same candidate as its block.
     text = "-" + d_text.replace("\n", "\n-") + "\n+" + a_text.replace("\n", "\n+") if d_text else a_text
-    found.add(_kind(bool(deleted), True), f.path, "hunk", text, a_size, units, ranges, [k for k in parts if k])
+    found.add("replace" if deleted else "add", f.path, "hunk", text, a_size, units, ranges, [k for k in parts if k])
 
 
 def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int = 3,
