@@ -424,7 +424,7 @@ class AnchorResult:
                 **{f"anchors_{lv}": f for lv, f in by_level.items()}}
 
 
-def cluster(cands: list[SubDiff], n_trajs: int, eta: float = 0.8, min_group: int = 2,
+def cluster(cands: list[SubDiff], n_trajs: int, eta: float = ETA, min_group: int = 2,
             max_compare: int = 64) -> tuple[list[Anchor], int]:
     """Steps a–c: exact buckets, then stragglers attached to representatives; returns (clusters, members merged)."""
     # a. exact buckets
