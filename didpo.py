@@ -94,9 +94,10 @@ class AdvConfig:
                 raise ValueError(f"AdvConfig.{name}={getattr(self, name)!r}; use one of {', '.join(allowed)}")
         if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.eta <= 1.0:
             raise ValueError(f"AdvConfig gamma={self.gamma}, eta={self.eta}; both must lie in [0, 1]")
-        if self.ridge <= 0 or self.s0 <= 0 or self.g0 <= 0 or self.K < 1 or self.min_group < 2 or self.context < 0:
-            raise ValueError("AdvConfig needs ridge > 0 (the penalty α), s0 > 0, g0 > 0, K >= 1, min_group >= 2, "
-                             "context >= 0")
+        if self.ridge <= 0:
+            raise ValueError(f"AdvConfig.ridge={self.ridge}; the ridge penalty α must be > 0")
+        if self.s0 <= 0 or self.g0 <= 0 or self.K < 1 or self.min_group < 2 or self.context < 0:
+            raise ValueError("AdvConfig needs s0 > 0, g0 > 0, K >= 1, min_group >= 2, context >= 0")
 
     @classmethod
     def paper(cls, **overrides) -> AdvConfig:
