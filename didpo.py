@@ -16,7 +16,8 @@ turns t = 1..T_i, step rewards r_{i,t} = Turn.reward and final reward R_i = Traj
     Â_{i,k} = A^E_i + λ·A^D_{m(k)}            for response token k inside member m(k)'s chars (A^D 0 outside);
               0 wherever loss_mask is 0
 
-Departures from the paper, each a flag (AdvConfig.paper() turns every one off):
+The default, AdvConfig(), is DiDPO with this project's refinements, each a flag that departs from the paper
+(AdvConfig.paper() turns every one off):
   1. baseline="ridge" (paper: "group_mean"). A^D_g = β_g, the ridge regression of G_{i,1} on which anchors
      i holds (`ridge_values`). The paper's mean subtracts the writers' own return: a correct sub-diff in
      a losing trajectory scores below its bug (DESIGN.md §3 pitfall b). "contrast": β_g with g alone.
@@ -25,17 +26,14 @@ Departures from the paper, each a flag (AdvConfig.paper() turns every one off):
      runs the behaviour probe). Messy-group accuracy 0.58 → 0.91-1.00 (bench/credit.py).
   4. eta=1.0 (paper: 0.8): no near-duplicate merging. At 0.8 a lone bug joins its correct twin's
      cluster: −0.05 to −0.15 accuracy at G = 8 (pitfall a).
-  5. lift_contrast=True: an anchor that every trajectory holds ranks below every anchor with contrast.
-  6. hunk_exclusion=True: a hunk whose statement blocks form groups is no anchor; its blocks are.
+  5. lift_contrast=True: an anchor that every trajectory holds (no contrast) ranks below any with contrast.
+  6. hunk_exclusion=True: a hunk whose statement blocks form groups is no anchor; its blocks are (pitfall a).
   7. docstring_blind=True: sub-diff texts drop docstrings, which a model words its own way
      (−verdict variants WF binary G = 8: 0.58 with them, 0.69 without).
   8. line_scope=True: a line unit is keyed by its top-level statement, never pooled across functions.
 
-GiGPO: step groups = turns that start from the identical workspace; A^S_{i,t} = G_{i,t} − mean over its
-step group; every token of the turn gets A^E + λ·A^S. GRPO: A^E only. Degenerate groups (one trajectory,
-equal returns, no diffs, no anchors) give finite zeros.
-
-policy_loss: PPO-clip with clip-higher, dual clip, k3 KL and an entropy bonus (its docstring).
+GRPO: A^E only. GiGPO: A^E + λ·A^S on each turn's tokens (step_group_credit). Degenerate groups (one
+trajectory, equal returns, no diffs, no anchors) give finite zeros. policy_loss: PPO-clip (its docstring).
 """
 
 from __future__ import annotations
@@ -121,9 +119,7 @@ class Credit:
     anchor_values: dict[int, list[float]] = field(default_factory=dict)  # anchor id -> A^D of its kept members
     holders: dict[int, list[int]] = field(default_factory=dict)  # anchor id -> trajectories i with x_{i,g} = 1
     contrast: dict[int, float] = field(default_factory=dict)     # anchor id -> the DiD contrast on the holders
-    verdicts: dict[tuple[str, tuple], float] = field(default_factory=dict)  # version (f, lines) -> q (A^V)
-    escape: dict[str, float] = field(default_factory=dict)  # function -> π̂_f, how often its bugs pass its tests
-    apart: dict[tuple, list] = field(default_factory=dict)  # version -> the versions it behaves apart from
+    posterior: verdict.Posterior | None = None  # the verdict's (A^V), where AdvConfig.verdict
     stats: dict = field(default_factory=dict)
 
 
@@ -161,15 +157,12 @@ def has_signal(group: list[Trajectory], cfg: AdvConfig) -> bool:
 
 
 def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> float:
-    if len(inside) == len(values) or not inside or max(values) == min(values):
+    """The holders' mean of the centred values minus the others' (baseline="contrast"); 0 without contrast."""
+    if len(inside) == len(values) or not inside:
         return 0.0
-    a = math.fsum(values[i] for i in inside) / len(inside)
-    b = math.fsum(v for i, v in enumerate(values) if i not in inside) / (len(values) - len(inside))
-    if norm == "mean_std_norm":
-        m = math.fsum(values) / len(values)
-        sd = math.sqrt(math.fsum((v - m) ** 2 for v in values) / len(values))
-        return (a - b) / (sd + eps)
-    return a - b
+    c = center(values, norm, eps)
+    return (math.fsum(c[i] for i in inside) / len(inside)
+            - math.fsum(v for i, v in enumerate(c) if i not in inside) / (len(values) - len(inside)))
 
 
 def ridge_values(values: list[float], holders: list[set[int]], alpha: float, norm: str = "mean_norm",
@@ -181,9 +174,7 @@ def ridge_values(values: list[float], holders: list[set[int]], alpha: float, nor
     beta = np.zeros(len(holders))
     if len(y) < 2 or not holders or y.max() == y.min():
         return beta
-    X = np.zeros((len(y), len(holders)))                                       # [G, K] anchor indicators
-    for g, h in enumerate(holders):
-        X[list(h), g] = 1.0
+    X = np.array([[i in h for h in holders] for i in range(len(y))], dtype=np.float64)  # [G, K] x_{i,g}
     y = y - y.mean()
     if norm == "mean_std_norm":
         y = y / (y.std() + eps)
@@ -222,8 +213,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig) -> Credit:
     elif cfg.algo == "didpo":
         anchor_credit(group, cfg, cr)                                                 # A^D
         if cfg.verdict:                                                               # A^V (verdict.py)
-            post = verdict.attach(group, cr.diff, cr.episode, ys)
-            cr.verdicts, cr.escape, cr.apart = post.q, post.escape, post.apart
+            cr.posterior = verdict.attach(group, cr.diff, cr.episode, ys)
     token_advantages(group, cfg, cr)                                                  # Â
     return cr
 
@@ -334,47 +324,27 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, m
     a = torch.where(m, adv.to(logp.dtype), zero)                                 # [B, T]
     log_ratio = torch.where(m, logp - old_logp, zero)                            # [B, T]
     ratio = torch.exp(log_ratio)                                                 # [B, T]
-    clipped = ratio.clamp(1.0 - cfg.clip_low, 1.0 + cfg.clip_high)
-    pg1, pg2 = -a * ratio, -a * clipped
-    pg = torch.maximum(pg1, pg2)                                                 # [B, T]
-    clip_hit = (pg2 > pg1) & m
-    dual_hit = torch.zeros_like(m)
-    if cfg.dual_clip is not None:
-        cap = -a * cfg.dual_clip
-        dual_hit = (a < 0) & (pg > cap) & m
-        pg = torch.where(a < 0, torch.minimum(pg, cap), pg)
-    loss_tok = pg
-    kl = None
+    pg, clip_hit, dual_hit = _clipped(a, ratio, m, cfg)                          # [B, T] each
+    loss_tok, kl, ent = pg, None, None
     if ref_logp is not None:
         d = torch.where(m, ref_logp - logp, zero)                               # log(p_ref / p)
         kl = torch.exp(d) - d - 1.0                                              # k3, >= 0, unbiased
         if cfg.kl_coef:
             loss_tok = loss_tok + cfg.kl_coef * kl
-    ent = torch.where(m, entropy, zero) if entropy is not None else None
-    if ent is not None and cfg.entropy_coef:
-        loss_tok = loss_tok - cfg.entropy_coef * ent
-    loss_tok = torch.where(m, loss_tok, zero)
-    mf = m.to(logp.dtype)
-    n_local = mf.sum()
-    if cfg.agg == "token-mean":
-        denom = global_tokens if global_tokens is not None else n_local.clamp(min=1.0)
-        loss = loss_tok.sum() / denom
-    else:
-        per_seq = mf.sum(-1)                                                     # [B]
-        seq_loss = loss_tok.sum(-1) / per_seq.clamp(min=1.0)                     # [B]
-        denom = global_seqs if global_seqs is not None else (per_seq > 0).sum().clamp(min=1)
-        loss = seq_loss.sum() / denom
-
+    if entropy is not None:
+        ent = torch.where(m, entropy, zero)
+        if cfg.entropy_coef:
+            loss_tok = loss_tok - cfg.entropy_coef * ent
+    loss = _aggregate(torch.where(m, loss_tok, zero), m, cfg.agg, global_tokens, global_seqs)
     with torch.no_grad():
-        n = max(float(n_local), 1.0)
-        r = ratio[m]
+        n_local = float(m.to(logp.dtype).sum())
+        n = max(n_local, 1.0)
+        r = ratio[m] if m.any() else ratio.new_ones(1)
         metrics = {
-            "loss": float(loss.detach()), "tokens": float(n_local),
+            "loss": float(loss.detach()), "tokens": n_local,
             "pg_loss": float(torch.where(m, pg, zero).sum() / n),
             "clip_frac": float(clip_hit.sum() / n), "dual_clip_frac": float(dual_hit.sum() / n),
-            "ratio_mean": float(r.mean()) if r.numel() else 1.0,
-            "ratio_min": float(r.min()) if r.numel() else 1.0,
-            "ratio_max": float(r.max()) if r.numel() else 1.0,
+            "ratio_mean": float(r.mean()), "ratio_min": float(r.min()), "ratio_max": float(r.max()),
             "approx_kl_old": float(((ratio - 1) - log_ratio)[m].sum() / n),     # k3 of old vs new
             "adv_mean": float(a.sum() / n),
         }
@@ -383,3 +353,29 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, m
         if ent is not None:
             metrics["entropy"] = float(ent.sum() / n)
     return loss, metrics
+
+
+def _clipped(a: torch.Tensor, ratio: torch.Tensor, m: torch.Tensor, cfg: LossConfig):
+    """ℓ = max(−Â·ρ, −Â·clip(ρ)), then min(ℓ, −c·Â) where Â < 0; with where each clip was hit."""
+    pg1, pg2 = -a * ratio, -a * ratio.clamp(1.0 - cfg.clip_low, 1.0 + cfg.clip_high)
+    pg = torch.maximum(pg1, pg2)                                                 # [B, T]
+    clip_hit = (pg2 > pg1) & m
+    dual_hit = torch.zeros_like(m)
+    if cfg.dual_clip is not None:
+        cap = -a * cfg.dual_clip
+        dual_hit = (a < 0) & (pg > cap) & m
+        pg = torch.where(a < 0, torch.minimum(pg, cap), pg)
+    return pg, clip_hit, dual_hit
+
+
+def _aggregate(loss_tok: torch.Tensor, m: torch.Tensor, agg: str, global_tokens: float | None,
+               global_seqs: float | None) -> torch.Tensor:
+    """token-mean or seq-mean-token-mean of the masked per-token loss (policy_loss's docstring)."""
+    mf = m.to(loss_tok.dtype)
+    if agg == "token-mean":
+        denom = global_tokens if global_tokens is not None else mf.sum().clamp(min=1.0)
+        return loss_tok.sum() / denom
+    per_seq = mf.sum(-1)                                                         # [B]
+    seq_loss = loss_tok.sum(-1) / per_seq.clamp(min=1.0)                         # [B]
+    denom = global_seqs if global_seqs is not None else (per_seq > 0).sum().clamp(min=1)
+    return seq_loss.sum() / denom

@@ -1,70 +1,34 @@
-"""Whole diffs, sub-diffs, similarity, groupability and anchors (DESIGN.md §3, steps 3–5).
+"""Whole diffs, sub-diffs, similarity, groupability and anchors (DESIGN.md §3, steps 3–5, and its pitfalls).
 
     python diffs.py GROUP.jsonl          # list the anchors DiDPO finds in a saved group
 
-1. Whole diff D_{i,t} = diff(S_{i,t-1}, S_{i,t}) of every file of the workspace,
-   from the file versions, never from the response text; a turn whose edit
-   failed (`Turn.applied` false) has no diff. `turn_hunks` gives its hunks.
-   The line alignment is protocol.lines.align, an exact LCS (rapidfuzz, in
-   C++; the aligner of env's provenance too) rather than difflib's matcher,
-   and hunks are grouped with `context` lines exactly as
-   `difflib.unified_diff` groups them: difflib's pure-Python matcher (0.4 ms
-   per 130-line file) and unidiff's parser (0.2 ms per diff) would each spend
-   most of the 0.5 s budget of a paper-size batch, so `candidates` reads the
-   hunks directly (tests check them against unidiff's parse and difflib's text).
-2. Sub-diff candidates, nested: hunk -> blocks (runs of changed lines cut at
-   top-level statement boundaries of the new file, found with `ast`; the
-   statements of a class body count as top level, so the methods of
-   `class Solution` are blocks) -> single lines of at least `min_line_chars`
-   normalized characters. Each has a kind (add | del | replace), path,
-   normalized text (comments, docstrings, blank lines dropped, whitespace folded,
-   relative indentation kept), size L (normalized lines), its (trajectory,
-   turn), and the char ranges of the response that wrote it, read from
-   `Turn.origin` (never found again by searching the response). Deleted lines
-   have no origin in the records, so a pure deletion carries no tokens and is
-   not a candidate; a replacement's deleted half rides with its added lines.
-3. Similarity = `rapidfuzz.fuzz.ratio` / 100 on normalized texts, i.e.
-   1 - Indel distance / (|a| + |b|) (the Ratcliff-Obershelp-like measure of
-   difflib, computed exactly and fast). Why this one: it is symmetric, counts
-   a one-token bug as a tiny difference (so η = 0.8 really means "near
-   duplicate"), and it is bounded by 2·min(|a|,|b|)/(|a|+|b|), which gives the
-   length band used for blocking.
-4. Groupability of a cluster of n members of mean size L̄:
-       GS = φ(L̄)·ψ(n),   saturating (default): φ = 1 - e^{-L/s0}, ψ = 1 - e^{-(n-1)/g0}
-                          log:    φ = log(1 + L/s0),  ψ = log(1 + (n-1)/g0)
-                          linear: φ = L/s0,           ψ = (n-1)/g0
-   A singleton (n = 1) scores 0 under every form.
-5. Anchors within one task group:
-   a. exact buckets on (kind, path, normalized text); a bucket holds at most
-      one member per (trajectory, turn) (a text written twice in one turn is
-      one member with both ranges);
-   b. buckets smaller than `min_group` (stragglers) attach to the most similar
-      representative (the text of a bucket of >= min_group members) of the
-      same kind and path with similarity >= η; comparisons are only ever
-      against representatives, so merging never chains, and two buckets that
-      can each form a group are never fused (DESIGN §3 pitfall a: a correct
-      sub-diff and its one-token buggy twin stay apart). The same holds one
-      level down: a straggler does not attach to a representative from which
-      it differs by swapping a group-forming part (block of a hunk, line of a
-      block) for another group-forming part, e.g. a rare combination of
-      regions never joins a common combination that has the twin region.
-      Nor does a straggler attach where joining would put the representative
-      in every trajectory of the group: that would erase its contrast (a
-      lone buggy twin joining the correct majority at G = 8);
-   c. blocking: a straggler is compared only with representatives of its kind
-      and path inside the length band that η allows (at most `max_compare`
-      nearest in length), so the cost is near-linear in the candidates;
-   d. rank = (has contrast, GS): an anchor written by every trajectory of the
-      group carries no contrast and ranks below every anchor that has some;
-      a hunk whose statement blocks form groups themselves is not a
-      candidate anchor: the blocks carry its contrast at a finer grain (a
-      hunk is a unit of the diff format, two changes within 2·context lines,
-      not of the code), so hunks anchor only near-duplicates whose blocks
-      are all stragglers;
-   e. greedy facility location: each pick adds the most rank-weighted
-      coverage of changed lines not yet covered by a higher rank, at most K;
-   f. non-overlap: every changed line of a turn keeps only its best-ranked
-      covering anchor; an anchor member keeps the char ranges of its lines.
+1. Whole diff D_{i,t} = diff(S_{i,t-1}, S_{i,t}) of every file, from the file versions, never from the
+   response; a failed edit (`Turn.applied` false) has none. `hunks` groups changes with `context` lines
+   exactly as `difflib.unified_diff` does, over protocol.lines.align (an exact LCS in C++): difflib's matcher
+   and unidiff's parser would each spend most of a paper-size batch's 0.5 s budget (tests check the hunks
+   against both).
+2. Candidates, nested: hunk -> blocks (runs of changed lines cut at top-level statements of the new file,
+   via `ast`; a class body's statements count, so the methods of `class Solution` are blocks) -> lines of
+   at least `min_line_chars` normalized chars. Each has a kind (add | replace), path, normalized text
+   (comments, docstrings, blank lines dropped, whitespace folded, relative indentation kept), size L, its
+   (trajectory, turn), and the response's char ranges that wrote it, read from `Turn.origin`. Deleted
+   lines have no origin: a pure deletion is no candidate; a replacement's deleted half rides with its adds.
+3. Similarity = `rapidfuzz.fuzz.ratio` / 100 = 1 − Indel distance / (|a| + |b|): symmetric, a one-token
+   bug is a tiny difference (η = 0.8 means near duplicate), and bounded by 2·min(|a|,|b|)/(|a|+|b|),
+   which gives the length band for blocking.
+4. GS = φ(L̄)·ψ(n): saturating (default) φ = 1 − e^{−L/s0}, ψ = 1 − e^{−(n−1)/g0}; log φ = log(1 + L/s0),
+   ψ = log(1 + (n−1)/g0); linear φ = L/s0, ψ = (n−1)/g0. A singleton scores 0 under every form.
+5. Anchors within one task group (`find_anchors`):
+   a. exact buckets on (kind, path, text), at most one member per (trajectory, turn);
+   b. buckets under `min_group` (stragglers) attach to the most similar representative (a bucket of
+      >= min_group) of their kind and path at similarity >= η; never two group-forming buckets, nor a
+      straggler that differs from it by swapping one group-forming part (block, line) for another, nor
+      one that would put it in every trajectory (pitfall a: a correct sub-diff and its twin stay apart);
+   c. blocking: only representatives inside η's length band, at most `max_compare` nearest in length;
+   d. rank = (has contrast, GS): an anchor in every trajectory ranks below every one with contrast; a hunk
+      whose blocks form groups is no anchor (a hunk is a unit of the diff format, not of the code);
+   e. greedy facility location: each pick adds the most rank-weighted coverage of changed lines, at most K;
+   f. non-overlap: each changed line of a turn keeps its best-ranked anchor; a member keeps its lines' ranges.
 """
 
 from __future__ import annotations
@@ -219,7 +183,7 @@ def statement_ids(text: str) -> list[int]:
 
 @dataclass(slots=True)
 class SubDiff:
-    kind: str                 # add | del | replace
+    kind: str                 # add | replace (a pure deletion is no candidate)
     path: str
     level: str                # hunk | block | line
     text: str                 # normalized
@@ -229,10 +193,6 @@ class SubDiff:
     units: list[tuple]        # the changed lines it covers: (path, "+" or "-", line_no)
     ranges: list[Range | None]  # char range in the response of each unit (None for deleted lines)
     parts: set[tuple] = field(default_factory=set)  # keys (kind, path, text) of its finer candidates
-
-
-def _kind(has_del: bool, has_add: bool) -> str:
-    return "replace" if has_del and has_add else ("add" if has_add else "del")
 
 
 def _blocks(added: list[int], stmt: list[int]) -> list[list[int]]:
@@ -268,30 +228,20 @@ def _scope(lines: list[str], n: int) -> str:
     return ""
 
 
-def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int = 3,
-               _cache: dict | None = None, line_scope: bool = True, docstring_blind: bool = True) -> list[SubDiff]:
-    """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text).
+class _Found:
+    """One turn's candidates by (kind, path, text): a text written twice in the turn is one member, both places."""
 
-    line_scope: a line's text carries the header of its top-level statement ("return out  @def f(xs):"),
-    so the same line in two functions is two units (a line unit never pools across blocks).
-    docstring_blind: docstring lines are in no unit's text and do not cut a run of changed lines.
-    """
-    cache = {"stmt": {}, "norm": {}, "lines": {}} if _cache is None else _cache
-    stmts, memo, split, docs = cache["stmt"], cache["norm"], cache["lines"], cache.setdefault("doc", {})
-    found: dict[tuple, SubDiff] = {}
+    def __init__(self, traj: int, t: int):
+        self.traj, self.t, self.by_key = traj, t, {}
 
-    def doc(text, ls) -> set[int]:  # a file's docstring lines: no unit's text holds them, as no verdict version does
-        if not docstring_blind:
-            return set()
-        return docs[text] if text in docs else docs.setdefault(text, file_docstrings(text, ls))
-
-    def add(kind, path, level, text, size, units, ranges, parts=()) -> tuple | None:
+    def add(self, kind, path, level, text, size, units, ranges, parts=()) -> tuple | None:
         if not text or not any(r is not None for r in ranges):
             return None  # nothing that the response wrote: no tokens could carry its credit
         key = (kind, path, text)
-        old = found.get(key)
+        old = self.by_key.get(key)
         if old is None:
-            found[key] = SubDiff(kind, path, level, text, size, traj, t, list(units), list(ranges), set(parts))
+            self.by_key[key] = SubDiff(kind, path, level, text, size, self.traj, self.t, list(units), list(ranges),
+                                       set(parts))
             return key
         if LEVELS.index(level) > LEVELS.index(old.level):
             old.level = level  # the same text at a finer level: it is a block (or line), not a hunk
@@ -303,66 +253,111 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
                 old.ranges.append(r)
         return key
 
-    cur_path, stmt = None, None
-    for hunk in turn_hunks(turn, context, split):
-        path = hunk.path
-        if path != cur_path:
-            cur_path, stmt = path, None
-            after, before = turn.files_after.get(path, ""), turn.files_before.get(path, "")
-            new_lines = _lines(after, split)
-            origin, new_doc = turn.origin.get(path) or [], doc(after, new_lines)
-        runs: list[tuple[list[int], list[int]]] = []  # (deleted source lines, added target lines)
-        prev = " "
-        for kind_, i, j in hunk.lines:
-            if kind_ == " ":
-                prev = prev if j in new_doc else " "  # a docstring's line the old file also had does not cut the run
-                continue
-            if prev == " " or (prev == "+" and kind_ == "-"):
-                runs.append(([], []))
-            prev = kind_
-            if kind_ == "-":
-                runs[-1][0].append(i)
-            else:
-                runs[-1][1].append(j)
-        before_lines = None
-        h_units, h_ranges, h_del, h_add, h_parts = [], [], [], [], []
-        for dels, adds in runs:
-            if dels:
-                before_lines = before_lines or _lines(before, split)
-                h_del += [before_lines[n] for n in dels if n not in doc(before, before_lines)]
-                h_units += [(path, "-", n) for n in dels]
-                h_ranges += [None] * len(dels)
-            h_add += [new_lines[n] for n in adds if n not in new_doc]
-            h_units += [(path, "+", n) for n in adds]
-            h_ranges += [origin[n] if n < len(origin) else None for n in adds]
-            if not adds:
-                continue
-            kind = _kind(bool(dels), True)
-            # A boundary in the run needs a later line that can start a statement (unindented; def/class/@ in a class).
-            can_cut = any(_starts(new_lines[n]) for n in adds[1:])
-            if can_cut and stmt is None:
-                if after not in stmts:
-                    stmts[after] = statement_ids(after)
-                stmt = stmts[after]
-            for blk in _blocks(adds, stmt) if can_cut else [adds]:
-                rs = [origin[n] if n < len(origin) else None for n in blk]
-                b_parts = []
-                for n, r in zip(blk, rs):
-                    norm = "" if n in new_doc else _norm(new_lines[n], memo)[1]
-                    if len(norm) >= min_line_chars:
-                        text = f"{norm}  @{_scope(new_lines, n)}" if line_scope else norm
-                        b_parts.append(add(kind, path, "line", text, 1, [(path, "+", n)], [r]))
-                b_text, b_size = normalize([new_lines[n] for n in blk if n not in new_doc], memo)
-                h_parts.append(add(kind, path, "block", b_text, b_size, [(path, "+", n) for n in blk], rs,
-                                   [k for k in b_parts if k]))
-        if not h_add:
+
+@dataclass(slots=True)
+class _File:
+    """What candidates() reads of one changed file."""
+    path: str
+    before: str
+    after: str
+    new: list[str]          # the new file's lines
+    origin: list            # per new line, the char range of the response that wrote it (or None)
+    doc: set[int]           # the new file's docstring lines (empty unless docstring_blind)
+
+
+def _doc_lines(text: str, lines: list[str], cache: dict, blind: bool) -> set[int]:
+    """A file's docstring lines: no unit's text holds them, as no verdict version does (docstring_blind)."""
+    if not blind:
+        return set()
+    docs = cache.setdefault("doc", {})
+    return docs[text] if text in docs else docs.setdefault(text, file_docstrings(text, lines))
+
+
+def _runs(hunk: Hunk, doc: set[int]) -> list[tuple[list[int], list[int]]]:
+    """The hunk's runs of changed lines: (deleted source lines, added target lines)."""
+    runs: list[tuple[list[int], list[int]]] = []
+    prev = " "
+    for kind, i, j in hunk.lines:
+        if kind == " ":
+            prev = prev if j in doc else " "  # a docstring's line the old file also had does not cut the run
             continue
-        d_text, _ = normalize(h_del, memo)
-        a_text, a_size = normalize(h_add, memo)
-        # A pure addition keeps its plain text, so a one-block hunk is the same candidate as its block.
-        text = "-" + d_text.replace("\n", "\n-") + "\n+" + a_text.replace("\n", "\n+") if d_text else a_text
-        add(_kind(bool(h_del), True), path, "hunk", text, a_size, h_units, h_ranges, [k for k in h_parts if k])
-    return list(found.values())
+        if prev == " " or (prev == "+" and kind == "-"):
+            runs.append(([], []))
+        prev = kind
+        if kind == "-":
+            runs[-1][0].append(i)
+        else:
+            runs[-1][1].append(j)
+    return runs
+
+
+def _block_candidates(f: _File, kind: str, adds: list[int], found: _Found, cache: dict, min_line_chars: int,
+                      line_scope: bool) -> list[tuple]:
+    """A run's statement blocks and, inside each, its lines; returns the blocks' keys."""
+    # A boundary in the run needs a later line that can start a statement (unindented; def/class/@ in a class).
+    can_cut = any(_starts(f.new[n]) for n in adds[1:])
+    stmts = cache["stmt"]
+    if can_cut and f.after not in stmts:
+        stmts[f.after] = statement_ids(f.after)
+    keys = []
+    for blk in _blocks(adds, stmts[f.after]) if can_cut else [adds]:
+        rs = [f.origin[n] if n < len(f.origin) else None for n in blk]
+        line_keys = []
+        for n, r in zip(blk, rs):
+            norm = "" if n in f.doc else _norm(f.new[n], cache["norm"])[1]
+            if len(norm) >= min_line_chars:
+                text = f"{norm}  @{_scope(f.new, n)}" if line_scope else norm
+                line_keys.append(found.add(kind, f.path, "line", text, 1, [(f.path, "+", n)], [r]))
+        text, size = normalize([f.new[n] for n in blk if n not in f.doc], cache["norm"])
+        keys.append(found.add(kind, f.path, "block", text, size, [(f.path, "+", n) for n in blk], rs,
+                              [k for k in line_keys if k]))
+    return keys
+
+
+def _hunk_candidates(f: _File, hunk: Hunk, found: _Found, cache: dict, min_line_chars: int, line_scope: bool,
+                     blind: bool) -> None:
+    """The hunk itself and the blocks and lines of each of its runs."""
+    before_lines = None
+    units, ranges, deleted, added, parts = [], [], [], [], []
+    for dels, adds in _runs(hunk, f.doc):
+        if dels:
+            before_lines = before_lines or _lines(f.before, cache["lines"])
+            old_doc = _doc_lines(f.before, before_lines, cache, blind)
+            deleted += [before_lines[n] for n in dels if n not in old_doc]
+            units += [(f.path, "-", n) for n in dels]
+            ranges += [None] * len(dels)
+        added += [f.new[n] for n in adds if n not in f.doc]
+        units += [(f.path, "+", n) for n in adds]
+        ranges += [f.origin[n] if n < len(f.origin) else None for n in adds]
+        if adds:
+            parts += _block_candidates(f, "replace" if dels else "add", adds, found, cache, min_line_chars, line_scope)
+    if not added:
+        return
+    d_text, _ = normalize(deleted, cache["norm"])
+    a_text, a_size = normalize(added, cache["norm"])
+    # A pure addition keeps its plain text, so a one-block hunk is the same candidate as its block.
+    text = "-" + d_text.replace("\n", "\n-") + "\n+" + a_text.replace("\n", "\n+") if d_text else a_text
+    found.add("replace" if deleted else "add", f.path, "hunk", text, a_size, units, ranges, [k for k in parts if k])
+
+
+def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int = 3,
+               _cache: dict | None = None, line_scope: bool = True, docstring_blind: bool = True) -> list[SubDiff]:
+    """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text).
+
+    line_scope: a line's text carries the header of its top-level statement ("return out  @def f(xs):"),
+    so the same line in two functions is two units (a line unit never pools across blocks).
+    docstring_blind: docstring lines are in no unit's text and do not cut a run of changed lines.
+    """
+    cache = {"stmt": {}, "norm": {}, "lines": {}} if _cache is None else _cache
+    found, f = _Found(traj, t), None
+    for hunk in turn_hunks(turn, context, cache["lines"]):
+        if f is None or hunk.path != f.path:
+            after = turn.files_after.get(hunk.path, "")
+            new = _lines(after, cache["lines"])
+            f = _File(hunk.path, turn.files_before.get(hunk.path, ""), after, new, turn.origin.get(hunk.path) or [],
+                      _doc_lines(after, new, cache, docstring_blind))
+        _hunk_candidates(f, hunk, found, cache, min_line_chars, line_scope, docstring_blind)
+    return list(found.by_key.values())
 
 
 # --- groupability -------------------------------------------------
@@ -429,7 +424,7 @@ class AnchorResult:
                 **{f"anchors_{lv}": f for lv, f in by_level.items()}}
 
 
-def cluster(cands: list[SubDiff], n_trajs: int, eta: float = 0.8, min_group: int = 2,
+def cluster(cands: list[SubDiff], n_trajs: int, eta: float = ETA, min_group: int = 2,
             max_compare: int = 64) -> tuple[list[Anchor], int]:
     """Steps a–c: exact buckets, then stragglers attached to representatives; returns (clusters, members merged)."""
     # a. exact buckets
@@ -501,12 +496,18 @@ def find_anchors(group, eta: float = ETA, s0: float = 8.0, g0: float = 8.0, K: i
     res = AnchorResult([], n_candidates=len(cands))
     if not cands:
         return res
-    clusters, res.n_merged = cluster(cands, len(group), eta, min_group, max_compare)
+    clusters, res.n_merged = cluster(cands, len(group), eta, min_group, max_compare)  # a-c
     res.n_clusters = len(clusters)
     res.singleton_rate = sum(a.n for a in clusters if a.n < min_group) / len(cands)
+    pool = rank_pool(clusters, len(group), min_group, s0, g0, form, lift_contrast, hunk_exclusion)  # d
+    res.anchors = non_overlap(greedy_pick(pool, K))  # e, f
+    res.group_sizes = [a.n for a in res.anchors]
+    return res
 
-    # d. groupability and rank
-    G = len(group)
+
+def rank_pool(clusters: list[Anchor], G: int, min_group: int = 2, s0: float = 8.0, g0: float = 8.0,
+              form: str = "saturating", lift_contrast: bool = True, hunk_exclusion: bool = True) -> list[Anchor]:
+    """Step d: the clusters that may anchor, each with its GS and its rank."""
     home = {(m.kind, m.path, m.text): a for a in clusters for m in a.members}  # candidate key -> its cluster
     pool = []
     for a in clusters:
@@ -516,19 +517,19 @@ def find_anchors(group, eta: float = ETA, s0: float = 8.0, g0: float = 8.0, K: i
         a.contrast = len(a.trajs) < G
         if hunk_exclusion and a.level == "hunk" and any(
                 (b := home.get(k)) is not None and b is not a and b.n >= min_group for m in a.members for k in m.parts):
-            # A hunk is a unit of the diff format (changes within 2·context lines of each other), not
-            # of the code. Where its statement blocks form groups themselves, they are the units: a
-            # block shared by the same trajectories carries the same contrast, one shared more widely
-            # varies on its own, and the larger hunk would spread one value over both (DESIGN §3
-            # pitfall a: no finer than GRPO). So the hunk stays out of the pool.
+            # Its blocks form groups: they carry its contrast at a finer grain, where the hunk (changes within
+            # 2·context lines, a unit of the diff format) would spread one value over them (pitfall a).
             continue
         if a.gs > 0:
             pool.append(a)
     lift = 1.0 + max((a.gs for a in pool), default=0.0)
     for a in pool:
         a.rank = a.gs + (lift if a.contrast and lift_contrast else 0.0)
+    return pool
 
-    # e. greedy facility location over changed lines (lazy greedy: gains only shrink)
+
+def greedy_pick(pool: list[Anchor], K: int = 64) -> list[Anchor]:
+    """Step e: greedy facility location over changed lines (lazy greedy: gains only shrink)."""
     best: dict[tuple, float] = defaultdict(float)
 
     def units(a: Anchor):
@@ -551,8 +552,12 @@ def find_anchors(group, eta: float = ETA, s0: float = 8.0, g0: float = 8.0, K: i
         chosen.append(a)
         for u in units(a):
             best[u] = max(best[u], a.rank)
+    return chosen
 
-    # f. non-overlap: each changed line keeps its best-ranked anchor (finer level breaks ties)
+
+def non_overlap(chosen: list[Anchor]) -> list[Anchor]:
+    """Step f, non-overlap: each changed line keeps its best-ranked anchor (finer level breaks ties); the anchors
+    left with a kept member, in rank order, numbered."""
     chosen.sort(key=lambda a: (-a.rank, -LEVELS.index(a.level), a.text))
     owned: set[tuple] = set()
     for a in chosen:
@@ -566,11 +571,10 @@ def find_anchors(group, eta: float = ETA, s0: float = 8.0, g0: float = 8.0, K: i
                         rs.append(r)
             if rs:
                 a.kept[(m.traj, m.turn)] = sorted(rs)
-    res.anchors = [a for a in chosen if a.kept]
-    for i, a in enumerate(res.anchors):
+    anchors = [a for a in chosen if a.kept]
+    for i, a in enumerate(anchors):
         a.id = i
-    res.group_sizes = [a.n for a in res.anchors]
-    return res
+    return anchors
 
 
 def holders(group, anchors: list[Anchor], survive: bool = True) -> list[set[int]]:

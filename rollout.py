@@ -137,12 +137,8 @@ class _AppendLayer(transformers.cache_utils.DynamicLayer):
 
 
 class HFSampler(_Awake):
-    """transformers `generate`, batched with left padding; the reference sampler, on any device.
-
-    Log-probs are of the raw policy: logprobs[k] = log_softmax(logits_k)[token_k] in fp32, from the
-    logits before temperature and top-p, so they equal the learner's forward pass over the final
-    token_ids (the PPO ratio's denominator) for any sampling temperature; the tokens are drawn from the
-    temperature / top-p distribution. vLLM returns the same (its default logprobs_mode="raw_logprobs")."""
+    """transformers `generate`, batched with left padding; the reference sampler, on any device. Log-probs are
+    the raw policy's, in fp32, from the logits before temperature and top-p (the module docstring)."""
 
     def __init__(self, model, tokenizer, batch_size: int = 16):
         if batch_size < 1:

@@ -7,14 +7,9 @@
 `files` and returns an `ExecResult`. `grade(code, tests, fn_name, ...)` runs a program against tests
 and returns one `Verdict` per test actually run; a program passes iff every test has a passing verdict.
 `grade_many(jobs, workers)` grades many programs in parallel, results in input order.
-Where and how the programs run, and what keeps them in, is the jail (jail/__init__.py): a fork server
-per worker thread in its own network, pid and mount namespaces, one confined child per test case
-(rlimits, Landlock, a uid of its own, seccomp) for backend "local", the default. A program reads and
-writes its own scratch dir and reads only what the interpreter needs besides: not the checkout, the
-task or dataset files, the host's temp dir or another sandbox's scratch (jail/__init__.py lists it);
-"docker" (a locked-down container per call) or "fusion" (a SandboxFusion server at SANDBOX_FUSION_URL, or
-backend="fusion:http://host:port") where a kernel-level boundary matters. All three run the same
-graders. This file is the contract: limits, records, argument checks, verdicts.
+Where and how the programs run, and what keeps them in (backends "local", the default, "docker" and
+"fusion", all with the same graders), is the jail: jail/__init__.py. This file is the contract: limits,
+records, argument checks, verdicts.
 
 Graders. Test kinds: "stdio" (stdin -> expected stdout), "call" (one JSON argument per input line ->
 JSON return value; `class Solution` method or top-level function `fn_name`), "assert" (test code run

@@ -54,7 +54,7 @@ import env as envlib
 import models
 import rollout
 from trainer import checkpoint, data, fsdp, hardware, prefix
-from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, run_info
+from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, rollout_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
 
@@ -136,7 +136,8 @@ class Config:
     tensorboard: bool = False  # also log to OUT/tb
 
 
-# The reference's hyperparameters (DESIGN.md §5), our estimator (--paper: the paper's), LiveCodeBench before 2024-08.
+# The reference's hyperparameters (DESIGN.md §5) with DiDPO and this project's refinements (--paper: the paper's
+# DiDPO), LiveCodeBench before 2024-08.
 PRESETS = {
     "Qwen2.5-7B-Coder": dict(
         sampler="vllm", dtype="bfloat16", activation_checkpointing="full", difficulty="", norm="mean_norm",
@@ -556,10 +557,9 @@ def fit_world(cfg: Config, world: int) -> Config:
     return dataclasses.replace(cfg, tasks_per_step=fitted)
 
 
-def train(cfg: Config) -> Path:
-    check_run_dir(cfg)
-    rank, world, device = init()
-    cfg = fit_world(cfg, world)
+def start_run(cfg: Config, rank: int, world: int, device) -> tuple[Path, list]:
+    """(the run directory, with config.json and excluded.jsonl from rank 0; the training tasks), after the CPU's
+    bf16 check and the resolved config printed."""
     run = Path(cfg.out)
     if rank == 0:
         run.mkdir(parents=True, exist_ok=True)
@@ -569,13 +569,16 @@ def train(cfg: Config) -> Path:
         hardware.settle_cpu_bf16(run, bool(cfg.resume))
     print0(f"[bold]didpo[/] {cfg.algo} on {cfg.model}, world {world}, {device.type}; run dir {run}")
     print0(dataclasses.asdict(cfg))
-
     all_tasks, dropped, line = data.training_set(cfg.tasks, cfg.holdout, cfg.cutoff, cfg.difficulty,
                                                  cfg.max_prompt_chars)
     if rank == 0:
         data.write_excluded(run, dropped)
     print0(line)
+    return run, all_tasks
 
+
+def load_models(cfg: Config, device, rank: int, world: int):
+    """(policy, ref or None, optimizer, sampler asleep, tokenizer)."""
     path = models.resolve(cfg.model)
     policy, ref, lm, tokenizer = load_learner(cfg, path, device, rank, world)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -583,11 +586,37 @@ def train(cfg: Config) -> Path:
     sampler = make_sampler(cfg, path, lm, tokenizer, device)  # after the learner: it sizes its pool from what is left
     del lm
     sampler.sleep()
+    return policy, ref, opt, sampler, tokenizer
 
-    start, cursor = 0, 0
-    if ckpt := checkpoint.find_resume(run, cfg.resume):
-        start, cursor = checkpoint.load(ckpt, policy, opt)
-        print0(f"resumed from {ckpt} at step {start}")
+
+def group_advantages(groups: list, acfg: didpo.AdvConfig) -> tuple[list, list, list[dict]]:
+    """(the trajectories, Â of each, each group's credit stats)."""
+    trajs, advs, stats = [], [], [{} for _ in groups]
+    for g, s in zip(groups, stats):
+        advs += didpo.compute_advantages(g, acfg, stats=s)
+        trajs += g
+    return trajs, advs, stats
+
+
+def finish_run(cfg: Config, run: Path, policy, tokenizer, device, logger: Logger) -> None:
+    """The exported model, the log closed, and where the run's outputs are."""
+    checkpoint.export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export",
+                      dtype=torch.bfloat16 if hardware.compute_bf16(cfg, device) else torch.float32)
+    logger.close()
+    print0(f"done: {run}/metrics.jsonl, checkpoints in {run}/checkpoints, export in {cfg.export or run / 'export'}",
+           soft_wrap=True)
+    if cfg.save_groups:
+        print0(f"credit of the last step: python -m tools.explain {run}/groups/step_{cfg.steps}.jsonl"
+               " --html credit.html", soft_wrap=True)
+
+
+def train(cfg: Config) -> Path:
+    check_run_dir(cfg)
+    rank, world, device = init()
+    cfg = fit_world(cfg, world)
+    run, all_tasks = start_run(cfg, rank, world, device)
+    policy, ref, opt, sampler, tokenizer = load_models(cfg, device, rank, world)
+    start, cursor = checkpoint.resume(run, cfg.resume, policy, opt)
     logger = Logger(run, cfg)
     acfg = adv_config(cfg)
     share = cfg.tasks_per_step // world  # this rank's task groups (fit_world: the same on every rank)
@@ -611,21 +640,14 @@ def train(cfg: Config) -> Path:
         torch.cuda.empty_cache()
         sampler.wake(tags=["kv_cache"])
         t = time.time()
-        my_cursor = cursor + rank * window
-        groups, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, my_cursor, share, acfg, times)
+        groups, gen_batches = rollout_step(all_tasks, sampler, tokenizer, cfg, cursor + rank * window, share, acfg,
+                                           times)
         sampler.sleep()
         torch.cuda.empty_cache()
         times["rollout"] = time.time() - t
 
         t = time.time()
-        trajs, advs, stats = [], [], {}
-        for g in groups:
-            s: dict = {}
-            advs += didpo.compute_advantages(g, acfg, stats=s)
-            trajs += g
-            for k, v in s.items():
-                if isinstance(v, (int, float)):
-                    stats[k] = stats.get(k, 0.0) + v / max(len(groups), 1)
+        trajs, advs, stats = group_advantages(groups, acfg)
         times["advantage"] = time.time() - t
 
         t = time.time()
@@ -635,17 +657,7 @@ def train(cfg: Config) -> Path:
         times["update"] = time.time() - t
         cursor += world * window
 
-        rewards = [tr.reward for tr in trajs]
-        local = torch.tensor([sum(rewards), len(rewards), sum(r >= 1.0 for r in rewards), len(groups),
-                              sum(sum(tr.loss_mask) for tr in trajs), sum(len(tr.turns) for tr in trajs),
-                              sum(tr.hack for tr in trajs if tr.reward >= 1.0)],  # env.hack_rate, over all ranks
-                             dtype=torch.float64, device=device)  # NCCL serves only CUDA tensors
-        dist.all_reduce(local)
-        tot_r, n, n_pass, n_groups, n_tok, n_turns, n_hack = local.tolist()
-        m.update(step=step + 1, reward=tot_r / max(n, 1), pass_rate=n_pass / max(n, 1), groups_kept=n_groups,
-                 response_len=n_tok / max(n, 1), turns=n_turns / max(n, 1), gen_batches=gen_batches,
-                 anchors=stats.get("anchors", 0.0), **{didpo.COVERAGE: stats.get(didpo.COVERAGE, 0.0)},
-                 hack_rate=n_hack / max(n_pass, 1), **{f"didpo_{k}": v for k, v in stats.items()})
+        m.update(step=step + 1, **rollout_metrics(trajs, groups, stats, gen_batches, device))
         if cfg.keep_last and (cfg.save_every and (step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
             t = time.time()
             checkpoint.save(run, policy, opt, step + 1, cursor, cfg.keep_last)
@@ -653,15 +665,7 @@ def train(cfg: Config) -> Path:
         m.update({f"time_{k}": v for k, v in times.items()}, time_step=time.time() - t0)
         logger.log(m, groups)
 
-    checkpoint.export(policy, tokenizer, Path(cfg.export) if cfg.export else run / "export",
-           dtype=torch.bfloat16 if hardware.compute_bf16(cfg, device) else torch.float32)
-    logger.close()
-    print0(f"done: {run}/metrics.jsonl, checkpoints in {run}/checkpoints, export in {cfg.export or run / 'export'}",
-           soft_wrap=True)
-    if cfg.save_groups:
-        print0(f"credit of the last step: python -m tools.explain {run}/groups/step_{cfg.steps}.jsonl"
-               " --html credit.html",
-               soft_wrap=True)
+    finish_run(cfg, run, policy, tokenizer, device, logger)
     return run
 
 

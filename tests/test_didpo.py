@@ -163,7 +163,7 @@ def test_didpo_verdict_by_hand(wf):
     centered inside each version, is 0. The rest of each response keeps its A^E."""
     cr = didpo.compute_credit(wf, didpo.AdvConfig())
     _masked_zero(wf, cr.token_adv)
-    q = {lines[1]: v for (f, lines), v in cr.verdicts.items()}
+    q = {lines[1]: v for (f, lines), v in cr.posterior.q.items()}
     assert q["s = a+b"] == q["y = x*3"] == 1.0 and q["s = a-b"] < 1e-6 and q["y = x*4"] < 1e-6
     for i, (f, g, ae) in enumerate([(F_OK, G_OK, .75), (F_OK, G_BAD, -.25), (F_BAD, G_OK, -.25), (F_BAD, G_BAD, -.25)]):
         tr, a = wf[i], cr.token_adv[i]
@@ -533,7 +533,7 @@ def test_public_results_say_which_singleton_broke_what(tiny_tokenizer):
     assert values(group[1], cr.token_adv[1], 0, rg) == {round(-(4 + q) / 8, 5)}
     off = didpo.compute_advantages(group, didpo.AdvConfig(verdict=False))
     assert values(group[1], off[1], 0, rf) == values(group[1], off[1], 0, rg)
-    line = explain.verdict_line(cr.verdicts, cr.escape)
+    line = explain.verdict_line(cr.posterior.q, cr.posterior.escape)
     assert "f v2 0.72" in line and "g v2 0.00" in line  # g's versions are verified or failed: no π̂ for g
     assert line.endswith(f"π̂ (a bug of f passes f's public tests): f {(4 - q) / (9 - q):.2f}")
 
@@ -553,7 +553,7 @@ def test_where_no_one_passed_the_verdict_keeps_its_unit(tiny_tokenizer):
         assert [tr.reward for tr in group] == [0.0] * 4 and [tr.turns[0].reward for tr in group] == [c] + [c / 2] * 3
         cr = didpo.compute_credit(group, didpo.AdvConfig())
         assert cr.episode == pytest.approx([.375 * c, -.125 * c, -.125 * c, -.125 * c])
-        q = {u[1][1]: v for u, v in cr.verdicts.items()}
+        q = {u[1][1]: v for u, v in cr.posterior.q.items()}
         assert q["s = a+b"] > 0.5 > q["y = x*4"] == q["s = a-b"] == 0.0  # passed its test vs failed it
         qbar = sum(q[code.splitlines()[1].strip()] for fg in combos for code in fg) / 8
         for i, (f, g) in enumerate(combos):
@@ -805,7 +805,7 @@ def test_every_estimator_survives_whatever_a_model_writes(tiny_tokenizer):
         group = [trajectory(task, rng.choice([1, 2, 3])) for _ in range(rng.choice([2, 4, 8]))]
         for cfg in cfgs:
             _masked_zero(group, didpo.compute_advantages(group, cfg))
-        judged += bool(didpo.compute_credit(group, didpo.AdvConfig()).verdicts)
+        judged += bool(didpo.compute_credit(group, didpo.AdvConfig()).posterior.q)
     assert judged >= 30
 
 
@@ -839,10 +839,10 @@ def test_versions_that_behave_apart_are_not_both_correct(tiny_tokenizer):
     assert abs(q[False][f] - q[False][g]) < 0.01, q[False]
     assert q[True][f] < q[True][g] - 0.1, q[True]
     cr = didpo.compute_credit(group, didpo.AdvConfig())  # the last group: no probe, no pairs
-    assert cr.apart == {} and "apart" not in explain.verdict_line(cr.verdicts, cr.escape, cr.apart)
+    assert cr.posterior.apart == {} and "apart" not in explain.verdict_line(*cr.posterior[1:])
     group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in plan]
     cr = didpo.compute_credit(group, didpo.AdvConfig())
-    assert explain.verdict_line(cr.verdicts, cr.escape, cr.apart).endswith(
+    assert explain.verdict_line(*cr.posterior[1:]).endswith(
         "; apart (they behave differently near f's tests, so not both correct): f v1 / v2, f v2 / v3, g v1 / v2")
 
 

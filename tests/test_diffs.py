@@ -199,11 +199,11 @@ def test_straggler_attaches_to_its_representative_not_transitively():
     far = near + " + 1 + 2"                   # sim(near, far) = 0.85, sim(base, far) = 0.76
     assert similarity(near, far) >= 0.8 > similarity(base, far)
     cands = [_sub(base, 0), _sub(base, 1), _sub(near, 2), _sub(far, 3), _sub("other", 4)]
-    clusters, merged = diffs.cluster(cands, n_trajs=6)
+    clusters, merged = diffs.cluster(cands, n_trajs=6, eta=0.8)
     by_text = {c.text: sorted(c.trajs) for c in clusters}
     assert by_text == {base: [0, 1, 2], far: [3], "other": [4]} and merged == 1
     # a different kind never joins
-    clusters, merged = diffs.cluster(cands[:2] + [_sub(near, 2, kind="replace")], n_trajs=6)
+    clusters, merged = diffs.cluster(cands[:2] + [_sub(near, 2, kind="replace")], n_trajs=6, eta=0.8)
     assert merged == 0
 
 
@@ -211,13 +211,13 @@ def test_groups_are_never_fused_even_through_their_parts():
     twin_a, twin_b = "return total_value + 1", "return total_value - 1"
     cands = [_sub(twin_a, 0), _sub(twin_a, 1), _sub(twin_b, 2), _sub(twin_b, 3)]
     assert similarity(twin_a, twin_b) > 0.9
-    assert sorted(sorted(c.trajs) for c in diffs.cluster(cands, 6)[0]) == [[0, 1], [2, 3]]
+    assert sorted(sorted(c.trajs) for c in diffs.cluster(cands, 6, eta=0.8)[0]) == [[0, 1], [2, 3]]
     # a rare combination (hunk) that swaps a group-forming block for another never joins a common one
     pa, pb = ("add", "p.py", "A-ok"), ("add", "p.py", "A-bad")
     parts = [_sub("A-ok", 0), _sub("A-ok", 1), _sub("A-bad", 2), _sub("A-bad", 3)]
     hunk_ok = "A-ok\n" + "shared line of code\n" * 6
     hunks = [_sub(hunk_ok, 0, [pa]), _sub(hunk_ok, 1, [pa]), _sub(hunk_ok.replace("ok", "bad"), 2, [pb])]
-    clusters, merged = diffs.cluster(parts + hunks, 6)
+    clusters, merged = diffs.cluster(parts + hunks, 6, eta=0.8)
     assert merged == 0 and similarity(hunk_ok, hunk_ok.replace("ok", "bad")) > 0.8
 
 

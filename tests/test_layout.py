@@ -187,3 +187,24 @@ def test_every_module_opens_with_its_contract_and_a_command(name):
     assert len(doc.splitlines()) >= 2 or name in PACKAGES, f"{name}: the docstring says what the module owns"
     assert name in ("tools",) or any(s.strip().startswith("python ") for s in doc.splitlines()), \
         f"{name}: its docstring shows a runnable command"
+
+
+FUNCTION_LINES = 60  # issue 34: a function of the method or the trainer reads as the steps of its formula
+STEPWISE = ("didpo", "verdict", "diffs", "credit", "train")
+
+
+def long_functions(path: Path) -> dict[str, int]:
+    """Every function (methods and nested ones included) longer than FUNCTION_LINES, def line to last line."""
+    return {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > FUNCTION_LINES}
+
+
+def test_long_functions_counts_from_def_to_last_line(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text("@decorated\ndef f():\n" + "    x = 1\n" * 59 + "\n\ndef g():\n" + "    x = 1\n" * 60)
+    assert long_functions(p) == {"g": 61}
+
+
+@pytest.mark.parametrize("name", STEPWISE)
+def test_functions_of_the_method_and_the_trainer_within_their_line_budget(name):
+    assert long_functions(MODULES[name]) == {}

@@ -122,8 +122,8 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
                   "A^D: the value the baseline gave (ridge: β_g, the anchor's own coefficient given the others)")
-    if credit.verdicts:
-        console.print(verdict_line(credit.verdicts, credit.escape, credit.apart))
+    if (post := credit.posterior) and post.q:
+        console.print(verdict_line(post.q, post.escape, post.apart))
     console.print(f"colour scale: ±{scale:.3f} (green positive, red negative); stats: {credit.stats}")
 
 
@@ -173,7 +173,8 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
                    f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
                    f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
                    f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
-    line = verdict_line(credit.verdicts, credit.escape, credit.apart) if credit.verdicts else ""
+    post = credit.posterior
+    line = verdict_line(post.q, post.escape, post.apart) if post and post.q else ""
     out.append("</table>" + (f"<p>{html.escape(line)}</p>" if line else "") + "</body></html>")
     return "".join(out)
 

@@ -9,7 +9,8 @@ a kill mid-write leaves the previous checkpoint intact; the last `keep_last` are
 Both writers check the free disk first and raise `DiskFull`, naming the sizes and the fix, before
 writing anything; a write that fails anyway removes its partial directory and leaves the previous intact.
 `load(path, policy, opt) -> (step, cursor)` restores all of it, so a resumed run repeats the uninterrupted
-one bit for bit. `find_resume(run, resume)`: "" none, "auto" the latest complete one, else that directory.
+one bit for bit. `find_resume(run, resume)`: "" none, "auto" the latest complete one, else that directory;
+`resume(run, resume, policy, opt)` loads it, if any, and returns where to start.
 `export(policy, tokenizer, out, dtype)`: a Hugging Face directory for transformers, vLLM and eval.py.
 """
 
@@ -129,6 +130,15 @@ def find_resume(run: Path, resume: str) -> Path | None:
         print0(f"[yellow]ignoring incomplete checkpoint {partial} (killed mid-write)[/]")
     done = _checkpoints(run)
     return done[-1] if done else None
+
+
+def resume(run: Path, spec: str, policy, opt) -> tuple[int, int]:
+    """(step, task cursor) to start from: (0, 0), or find_resume's checkpoint's, loaded into policy and opt."""
+    if ckpt := find_resume(run, spec):
+        start, cursor = load(ckpt, policy, opt)
+        print0(f"resumed from {ckpt} at step {start}")
+        return start, cursor
+    return 0, 0
 
 
 def export(policy, tokenizer, out: Path, dtype: torch.dtype = torch.float32) -> None:

@@ -134,6 +134,26 @@ def samples(groups: list[list], step: int) -> list[list]:
 EXTREMES = {"ratio_min": (min, dist.ReduceOp.MIN), "ratio_max": (max, dist.ReduceOp.MAX)}
 
 
+def rollout_metrics(trajs: list, groups: list, group_stats: list[dict], gen_batches: int, device) -> dict:
+    """A step's rollout metrics over all ranks, and the mean credit stats (didpo_*) of this rank's groups."""
+    stats: dict = {}
+    for s in group_stats:
+        for k, v in s.items():
+            if isinstance(v, (int, float)):
+                stats[k] = stats.get(k, 0.0) + v / max(len(groups), 1)
+    rewards = [tr.reward for tr in trajs]
+    local = torch.tensor([sum(rewards), len(rewards), sum(r >= 1.0 for r in rewards), len(groups),
+                          sum(sum(tr.loss_mask) for tr in trajs), sum(len(tr.turns) for tr in trajs),
+                          sum(tr.hack for tr in trajs if tr.reward >= 1.0)],  # env.hack_rate, over all ranks
+                         dtype=torch.float64, device=device)  # NCCL serves only CUDA tensors
+    dist.all_reduce(local)
+    tot_r, n, n_pass, n_groups, n_tok, n_turns, n_hack = local.tolist()
+    return dict(reward=tot_r / max(n, 1), pass_rate=n_pass / max(n, 1), groups_kept=n_groups,
+                response_len=n_tok / max(n, 1), turns=n_turns / max(n, 1), gen_batches=gen_batches,
+                anchors=stats.get("anchors", 0.0), **{didpo.COVERAGE: stats.get(didpo.COVERAGE, 0.0)},
+                hack_rate=n_hack / max(n_pass, 1), **{f"didpo_{k}": v for k, v in stats.items()})
+
+
 def accumulate_metrics(metrics: dict, m: dict, w: float, loss: float) -> None:
     """Add one micro-batch: token-weighted means (w = its tokens / global tokens), extremes over
     micro-batches that have tokens (a padding micro-batch's ratio 1.0 is no observation)."""
