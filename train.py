@@ -53,7 +53,7 @@ import diffs
 import env as envlib
 import models
 import rollout
-from trainer import checkpoint, data, fsdp, hardware, prefix
+from trainer import checkpoint, data, fsdp, hardware, ppo, prefix
 from trainer.log import Logger, accumulate_metrics, print0, reduce_metrics, rollout_metrics, run_info
 
 # ----------------------------------------------------------------------------- config
@@ -192,8 +192,8 @@ def adv_config(cfg: Config) -> didpo.AdvConfig:
     return didpo.AdvConfig(baseline=cfg.baseline, verdict=cfg.verdict, eta=cfg.eta, **shared)
 
 
-def loss_config(cfg: Config) -> didpo.LossConfig:
-    return didpo.LossConfig(clip_low=cfg.clip_low, clip_high=cfg.clip_high, dual_clip=cfg.dual_clip,
+def loss_config(cfg: Config) -> ppo.LossConfig:
+    return ppo.LossConfig(clip_low=cfg.clip_low, clip_high=cfg.clip_high, dual_clip=cfg.dual_clip,
                             kl_coef=cfg.kl_coef, entropy_coef=cfg.entropy_coef, agg=cfg.loss_agg)
 
 
@@ -458,7 +458,7 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
                     mismatch_n += float(mask.sum())
                 if has_slp and cfg.tis_cap > 0:  # truncated importance sampling: sampler != learner numerics
                     adv = adv * torch.exp(old_lp - slp).clamp(max=cfg.tis_cap)
-                loss, m = didpo.policy_loss(logp, old_lp, adv, mask, lcfg, ref_logp=refs[k][j] if refs else None,
+                loss, m = ppo.policy_loss(logp, old_lp, adv, mask, lcfg, ref_logp=refs[k][j] if refs else None,
                                             entropy=ent, global_tokens=max(global_tokens[k], 1.0),
                                             global_seqs=max(n_seqs[k], 1.0))  # 1: a mini-batch may be empty
                 loss.backward()

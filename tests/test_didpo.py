@@ -21,6 +21,7 @@ import tasks
 import verdict
 from protocol import chat, functions
 from tools import explain
+from trainer import ppo
 
 STUBS = "def f(a, b):\n    pass\n\n\ndef g(x):\n    pass\n"
 F_OK = "def f(a, b):\n    s = a+b\n    return s\n"
@@ -384,19 +385,19 @@ def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match="AdvConfig.algo='ppo'"):
         didpo.AdvConfig(algo="ppo")
     with pytest.raises(ValueError, match="LossConfig.agg"):
-        didpo.LossConfig(agg="sum")
+        ppo.LossConfig(agg="sum")
 
 
 # --- the policy loss ------------------------------------------------------------------
 
 
 def test_policy_loss_by_hand():
-    cfg = didpo.LossConfig(clip_low=0.2, clip_high=0.28, dual_clip=3.0)
+    cfg = ppo.LossConfig(clip_low=0.2, clip_high=0.28, dual_clip=3.0)
     r = torch.tensor([[1.0, 1.5, 0.5, 1.5, 5.0, 1.0]])
     adv = torch.tensor([[1.0, 2.0, 1.0, -1.0, -1.0, 7.0]])
     mask = torch.tensor([[1, 1, 1, 1, 1, 0]])
     old = torch.zeros(1, 6)
-    loss, m = didpo.policy_loss(r.log(), old, adv, mask, cfg)
+    loss, m = ppo.policy_loss(r.log(), old, adv, mask, cfg)
     # -A·r, clipped at 1 + ε_high for A > 0; max(1.5, 1.28) for A < 0; dual clip caps 5 at c = 3
     per = [-1.0, -2.0 * 1.28, -0.5, 1.5, 3.0]
     assert float(loss) == pytest.approx(sum(per) / 5)
@@ -407,13 +408,13 @@ def test_policy_loss_by_hand():
 def test_kl_and_entropy_terms_by_hand():
     logp, ref = torch.tensor([[-1.0, -2.0]]), torch.tensor([[-1.5, -1.0]])
     ent, mask, zero = torch.tensor([[0.3, 0.7]]), torch.ones(1, 2), torch.zeros(1, 2)
-    cfg = didpo.LossConfig(kl_coef=0.1, entropy_coef=0.01)
-    loss, m = didpo.policy_loss(logp, logp.detach(), zero, mask, cfg, ref_logp=ref, entropy=ent)
+    cfg = ppo.LossConfig(kl_coef=0.1, entropy_coef=0.01)
+    loss, m = ppo.policy_loss(logp, logp.detach(), zero, mask, cfg, ref_logp=ref, entropy=ent)
     kl = [math.exp(d) - d - 1 for d in (-0.5, 1.0)]
     assert m["kl"] == pytest.approx(sum(kl) / 2) and m["entropy"] == pytest.approx(0.5)
     assert float(loss) == pytest.approx(0.1 * sum(kl) / 2 - 0.01 * 0.5)
     with pytest.raises(ValueError, match="ref_logp"):
-        didpo.policy_loss(logp, logp, zero, mask, cfg)
+        ppo.policy_loss(logp, logp, zero, mask, cfg)
 
 
 def _batch(seed: int = 0, B: int = 6, T: int = 9):
@@ -430,9 +431,9 @@ def _batch(seed: int = 0, B: int = 6, T: int = 9):
 
 @pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
 def test_loss_is_invariant_to_micro_batches_and_ranks(agg):
-    cfg = didpo.LossConfig(kl_coef=0.05, entropy_coef=0.01, agg=agg)
+    cfg = ppo.LossConfig(kl_coef=0.05, entropy_coef=0.01, agg=agg)
     logp, old, adv, mask, ref, ent = _batch()
-    full, _ = didpo.policy_loss(logp, old, adv, mask, cfg, ref, ent)
+    full, _ = ppo.policy_loss(logp, old, adv, mask, cfg, ref, ent)
     full.backward()
     g_full = logp.grad.clone()
     logp.grad = None
@@ -440,7 +441,7 @@ def test_loss_is_invariant_to_micro_batches_and_ranks(agg):
     total = 0.0
     for rank in ([0, 1, 2], [3, 4, 5]):           # 2 ranks, each with 2 micro-batches of its rows
         for rows in (rank[:2], rank[2:]):
-            part, _ = didpo.policy_loss(logp[rows], old[rows], adv[rows], mask[rows], cfg, ref[rows], ent[rows],
+            part, _ = ppo.policy_loss(logp[rows], old[rows], adv[rows], mask[rows], cfg, ref[rows], ent[rows],
                                         global_tokens=n_tok, global_seqs=n_seq)
             part.backward()
             total += float(part.detach())
@@ -449,15 +450,15 @@ def test_loss_is_invariant_to_micro_batches_and_ranks(agg):
 
 
 def test_values_under_the_mask_change_nothing():
-    cfg = didpo.LossConfig(kl_coef=0.05, entropy_coef=0.01)
+    cfg = ppo.LossConfig(kl_coef=0.05, entropy_coef=0.01)
     logp, old, adv, mask, ref, ent = _batch(1)
-    base, _ = didpo.policy_loss(logp, old, adv, mask, cfg, ref, ent)
+    base, _ = ppo.policy_loss(logp, old, adv, mask, cfg, ref, ent)
     off = mask == 0
     junk = [t.detach().clone() for t in (logp, old, adv, ref, ent)]
     for t, v in zip(junk, (float("nan"), float("inf"), 1e30, float("-inf"), float("nan"))):
         t[off] = v
     lp = junk[0].requires_grad_(True)
-    loss, m = didpo.policy_loss(lp, junk[1], junk[2], mask, cfg, junk[3], junk[4])
+    loss, m = ppo.policy_loss(lp, junk[1], junk[2], mask, cfg, junk[3], junk[4])
     loss.backward()
     assert float(loss.detach()) == pytest.approx(float(base.detach())) and torch.isfinite(lp.grad).all()
     assert (lp.grad[off] == 0).all() and all(math.isfinite(v) for v in m.values())

@@ -15,6 +15,7 @@ checkpoints, sharding under train.py), tools/ (explain), cli/.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -208,3 +209,10 @@ def test_long_functions_counts_from_def_to_last_line(tmp_path):
 @pytest.mark.parametrize("name", STEPWISE)
 def test_functions_of_the_method_and_the_trainer_within_their_line_budget(name):
     assert long_functions(MODULES[name]) == {}
+
+
+def test_didpo_reads_as_the_paper_within_350_lines():
+    """Issue 34: didpo.py is the paper's estimator and its baselines; the loss lives in trainer/ppo.py and the
+    verdict in verdict.py."""
+    assert lines("didpo") <= 350
+    assert not re.search(r"^def policy_loss", MODULES["didpo"].read_text(), re.M)

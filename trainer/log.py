@@ -12,7 +12,7 @@ W&B (`--wandb PROJECT`): the run's id is kept in OUT/wandb_id, so `--resume` con
 every `--samples-every` steps a table of SAMPLE_ROWS completions with their task and reward; `close()`
 finishes the run.
 
-`accumulate_metrics` / `reduce_metrics`: train.learn's per-micro-batch metrics (didpo.policy_loss's dict)
+`accumulate_metrics` / `reduce_metrics`: train.learn's per-micro-batch metrics (ppo.policy_loss's dict)
 become one step's: token-weighted means summed over ranks, ratio_min / ratio_max as extremes, and the
 sampler/learner mismatch as (sum over ranks) / (tokens over ranks).
 """
@@ -130,7 +130,7 @@ def samples(groups: list[list], step: int) -> list[list]:
             for tr in picked]
 
 
-# Per-micro-batch metrics of didpo.policy_loss reduced by extreme value, not token-weighted.
+# Per-micro-batch metrics of ppo.policy_loss reduced by extreme value, not token-weighted.
 EXTREMES = {"ratio_min": (min, dist.ReduceOp.MIN), "ratio_max": (max, dist.ReduceOp.MAX)}
 
 
