@@ -19,6 +19,17 @@ split and per function (each function's own hidden tests, bench/credit_live.labe
 resident memory (VmHWM) is read from its process. --pool pools seeds: DiDPO minus each baseline on held-out
 pass@1 (per-task differences; seeds, then tasks resampled) and on the last window (seeds, then steps).
 
+Measured on the pairs tier (2026-12-06, 2 cores, one thread per run, two runs side by side; --algos didpo,grpo
+--steps 20 --eval-n 2 --threads 1, seeds 0 and 1; bench/results/learn-pairs-*.json and -pooled.png):
+    held-out pass@1 before 0.025 / 0.050 (40 tasks x 2); after, seed 0: didpo 0.138, grpo 0.212; seed 1: didpo
+    0.200, grpo 0.000. Last 10 steps' all-pass: seed 0 didpo 0.50, grpo 0.74; seed 1 didpo 0.75, grpo 0.00
+    (grpo drew one winner in 20 steps, at step 2, and its responses stayed at the 256-token cap; didpo's fell to
+    ~70 tokens by step 12). Pooled didpo - grpo: held-out +0.062 [-0.119, +0.250], last 10 steps +0.256
+    [-0.338, +0.806]. Two seeds that disagree: no separation. Held-out functions stay at 0.00-0.03 for both;
+    the held-out pairs carry the rise (didpo 0.55 / 0.80, grpo 0.75 / 0.00 from 0.10 / 0.15).
+    Cost per run: 37-78 s a step (longer responses, longer steps), 3-6 min per 80-sample eval, peak RSS 8.1-9.6 GB
+    (training and eval in one process).
+
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
    no run ever trains on and the rest, the training set (both written to OUT as .jsonl).
