@@ -193,3 +193,14 @@ def test_smoke_on_the_pairs_tier_scores_functions_and_memory(tmp_path):
         assert set(h) >= {"pass1", "per_task", "function_pass", "heldout_combos", "heldout_functions"}
         assert sorted(h["per_task"]) == sorted(res["heldout"]) and 0.0 <= h["function_pass"] <= 1.0
         assert len(s["pass_rate"]) == 2 and 0.1 < s["peak_rss_gb"] < 20
+
+
+def test_merge_compares_all_pass_rates_not_a_fraction_reward(tmp_path, capsys):
+    """grpo-frac's reward is the share of tests passed: didpo - grpo-frac reads each step's all-pass rate."""
+    d = _fake_run(tmp_path / "d", "didpo", [0.0, 0.0, 0.5, 1.0])
+    f = _fake_run(tmp_path / "f", "grpo-frac", [0.5, 0.5, 0.75, 0.75])
+    res = json.loads(Path(f, "learn.json").read_text())
+    res["algos"]["grpo-frac"]["pass_rate"] = [0.0, 0.0, 0.0, 0.5]
+    Path(f, "learn.json").write_text(json.dumps(res))
+    assert learn.main(["--merge", d, f, "--out", str(tmp_path / "m")]) == 0
+    assert json.loads((tmp_path / "m" / "learn.json").read_text())["didpo_vs"]["grpo-frac"]["diff"] == 0.5
