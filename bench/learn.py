@@ -97,7 +97,6 @@ advantage sums by 1-7%: a perturbation that small moves one run's last 10 by 0.2
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import json
 import random
@@ -110,6 +109,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import credit_live  # noqa: E402  (bench/, beside this script: its loader and per-function labels)
+
 ALGOS = ("didpo", "grpo", "gigpo", "grpo-frac")  # grpo-frac: GRPO on the fraction reward (partial credit)
 # The pairs tier's functions: the 7 training functions the embedded model writes most often right on the multi
 # tier (bench/results/credit_live-seed0.json: 0.15-0.25 there, 0.08-0.46 in pairs); the others it almost never did.
@@ -166,7 +167,7 @@ def pairs_tier(seed: int, out: Path) -> tuple[Path, Path, list[str]]:
     both orders of each pair. Held out, the same for every seed: HELD_COMBOS pairs of the pool (never trained on)
     and every pair of data/multi.py's held-out functions (never seen at all); the training order is the seed's
     shuffle of the other pairs. Written as OUT/train_tasks.jsonl and OUT/heldout_tasks.jsonl."""
-    multi = _load(ROOT / "data" / "multi.py", "data_multi")
+    multi = credit_live.load_module(ROOT / "data" / "multi.py", "data_multi")
     fns, rng = multi.functions(), random.Random(0)
 
     def both(combos, split):
@@ -184,13 +185,6 @@ def pairs_tier(seed: int, out: Path) -> tuple[Path, Path, list[str]]:
     return train_p, held_p, [r["id"] for r in held]
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def pass_at_1(model: str, held: Path, a, out: Path) -> dict:
     """Held-out pass@1 of `model` in the training format: overall, per task (c/n), and, on tasks with
     meta.functions, per split and per function (each function's own hidden tests on each sample's final file)."""
@@ -205,9 +199,7 @@ def pass_at_1(model: str, held: Path, a, out: Path) -> dict:
     got = dict(pass1=float(res["overall"]["pass@1"]), per_task=per_task)
     by_id = {t.id: t for t in tasklib.load(held)}
     if all(t.meta.get("functions") for t in by_id.values()):
-        recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines() if x.strip()]
-        marks = _load(ROOT / "bench" / "credit_live.py", "credit_live").labels(
-            [(by_id[r["task_id"]], r["code"]) for r in recs])
+        marks = credit_live.labels([(by_id[r.task_id], r.code) for r in evallib.load_records(out).values()])
         per_fn = [ok for m in marks for ok in m.values()]
         got["function_pass"] = sum(per_fn) / len(per_fn)  # (sample, function) pairs whose function is right
         for split in sorted({t.meta["split"] for t in by_id.values()}):
