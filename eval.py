@@ -275,7 +275,7 @@ def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, 
     except ValueError:  # a template without a special end-of-turn token: the sampler's eos applies
         stop = None
     sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens,
-                                stop_token_ids=stop, seed=cfg.seed)
+                                stop_token_ids=stop, seed=cfg.seed, logprobs=False)
     out = []
     if cfg.mode == "single":
         prompts, owners = [], []

@@ -64,6 +64,7 @@ class Sampling:
     max_tokens: int = 512  # new tokens per call, a sampled stop token included
     stop_token_ids: list[int] | None = None  # None: the tokenizer's eos (the chat template's end-of-turn)
     seed: int | None = None  # same seed + same prompts -> same samples (per generate call)
+    logprobs: bool = True  # False (eval): Sample.logprobs are 0.0, and no (B, V) logits are kept per step
 
     def __post_init__(self):
         if not self.temperature >= 0:
@@ -189,7 +190,8 @@ class HFSampler(_Awake):
         cfg = transformers.GenerationConfig(
             max_new_tokens=sampling.max_tokens, do_sample=not greedy, top_k=None if greedy else 0,
             temperature=1.0 if greedy else sampling.temperature, top_p=1.0 if greedy else sampling.top_p,
-            eos_token_id=stop or None, pad_token_id=self.pad_id, return_dict_in_generate=True, output_logits=True,
+            eos_token_id=stop or None, pad_token_id=self.pad_id, return_dict_in_generate=True,
+            output_logits=sampling.logprobs,  # B=16 x 256 steps x V=49,152: 0.8 GB of fp32 logits, when kept
         )
         # generate() fills every field left unset from model.generation_config (Qwen2.5 ships top_k=20,
         # repetition_penalty=1.1); the sampling is exactly `Sampling`, so generate runs on a blank config.
@@ -203,7 +205,7 @@ class HFSampler(_Awake):
         logp = torch.stack(
             [torch.log_softmax(step.float(), -1).gather(-1, new[:, k, None].to(step.device)).squeeze(-1).cpu()
              for k, step in enumerate(out.logits)], dim=1,
-        )  # B x N
+        ) if sampling.logprobs else torch.zeros(new.shape)  # B x N
         samples = []
         stop_set = set(stop)
         for b in range(B):
@@ -294,7 +296,8 @@ class VLLMSampler(_Awake):
         _check_prompts(prompts)
         params = [self.vllm.SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-            stop_token_ids=_stop_ids(sampling, self.tokenizer), logprobs=0, detokenize=False,
+            stop_token_ids=_stop_ids(sampling, self.tokenizer), logprobs=0 if sampling.logprobs else None,
+            detokenize=False,
             seed=None if sampling.seed is None else sampling.seed * 1_000_003 + i,
         ) for i in range(len(prompts))]
         outs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
@@ -304,7 +307,8 @@ class VLLMSampler(_Awake):
             if c.finish_reason not in ("stop", "length"):
                 raise RuntimeError(f"vLLM request ended with finish_reason={c.finish_reason!r}")
             # logprobs[k] maps token id -> Logprob; with logprobs=0 it holds the sampled token.
-            lps = [step[t].logprob for t, step in zip(c.token_ids, c.logprobs)]
+            lps = [step[t].logprob for t, step in zip(c.token_ids, c.logprobs)] if sampling.logprobs \
+                else [0.0] * len(c.token_ids)
             samples.append(Sample(list(c.token_ids), lps, c.finish_reason))
         return samples
 

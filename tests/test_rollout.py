@@ -176,6 +176,16 @@ def test_hf_stops_on_stop_token_without_padding(tiny_model, tiny_tokenizer):
     assert out[1].token_ids == free[1].token_ids and out[1].finish_reason == "length"
 
 
+def test_hf_without_logprobs_samples_the_same_tokens(tiny_model, tiny_tokenizer):
+    """Sampling(logprobs=False) (eval) keeps no logits: the same tokens for the same seed, log-probs 0.0."""
+    prompts, sampler = prompts_of(tiny_tokenizer), HFSampler(tiny_model, tiny_tokenizer, batch_size=3)
+    with_lp = sampler.generate(prompts, Sampling(temperature=0.7, top_p=0.9, max_tokens=12, seed=0))
+    without = sampler.generate(prompts, Sampling(temperature=0.7, top_p=0.9, max_tokens=12, seed=0, logprobs=False))
+    assert [s.token_ids for s in without] == [s.token_ids for s in with_lp]
+    assert all(s.logprobs == [0.0] * len(s.token_ids) for s in without)
+    assert any(lp != 0.0 for s in with_lp for lp in s.logprobs)
+
+
 def test_hf_seed_reproduces_and_ignores_model_generation_config(tiny_model, tiny_tokenizer):
     model = copy.deepcopy(tiny_model)
     # Defaults that a checkpoint's generation_config.json may carry must not leak into sampling:
