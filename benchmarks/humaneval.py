@@ -15,8 +15,7 @@ import re
 from benchmarks.rows import local_rows, text, text_id
 from tasks import Task, Test, collect, with_convert
 
-# EvalPlus rows without a `test` field: differential testing against the
-# canonical solution on base_input + plus_input, as evalplus does (abs tol atol).
+# EvalPlus rows without `test`: the canonical solution's outputs on base_input + plus_input, as evalplus does.
 _PLUS_TEST = """
 import json as _json, math as _math, copy as _copy
 _candidate = {entry}
@@ -47,10 +46,8 @@ def _humaneval_task(row: dict) -> Task:
         code = _PLUS_TEST.format(entry=entry, reference=reference, inputs=json.dumps(inputs), atol=row.get("atol", 0))
     else:
         raise ValueError("no 'test' code and no evalplus 'base_input'")
-    return Task(
-        id=text_id(row["task_id"], "task_id"), prompt=prompt, files={"solution.py": prompt},
-        hidden_tests=[Test("assert", code)], meta={"source": "humaneval", "entry_point": entry},
-    )
+    return Task(text_id(row["task_id"], "task_id"), prompt, {"solution.py": prompt},
+                hidden_tests=[Test("assert", code)], meta={"source": "humaneval", "entry_point": entry})
 
 
 def load(path=None, *, strict=False) -> list[Task]:

@@ -64,10 +64,8 @@ def hub_rows(label: str, *args, split: str = "test", **kwargs) -> Iterator[Row]:
     try:
         ds = datasets.load_dataset(*args, split=split, **kwargs)
     except Exception as e:  # network, auth, missing file: all mean "use a local copy"
-        raise ValueError(
-            f"could not load {label} from the Hugging Face hub ({type(e).__name__}: {str(e)[:200]}); "
-            "pass path= (eval.py --path) to a local copy"
-        ) from None
+        raise ValueError(f"could not load {label} from the Hugging Face hub ({type(e).__name__}: {str(e)[:200]}); "
+                         "pass path= (eval.py --path) to a local copy") from None
     yield from dataset_rows(ds, label, split)
 
 
