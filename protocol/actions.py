@@ -2,12 +2,10 @@
 
     python -c "import protocol.actions as p; print(p.parse('solution.py\\n~~~python\\nx = 1\\n~~~\\nrun tests'))"
 
-`parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model),
-an accepted one with a remark carries `note`. Every content line is a `Line(text, start)`, so an
-edit knows which chars of the response wrote each line (env.Turn.origin). protocol.edits applies them.
-
-Action protocol (what the prompt teaches; every rule is lenient where a
-model's intent is unambiguous, and strict where a guess could corrupt code):
+`parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model), an
+accepted one with a remark `note`. Every content line is a `Line(text, start)`, so an edit knows which chars of
+the response wrote each line (env.Turn.origin). The protocol the prompt teaches, lenient where the intent is
+unambiguous and strict where a guess could corrupt code:
 
     solution.py                      search/replace: the path on the line before the fence
     ```python                        (or in the info string: ```python solution.py); SEARCH
@@ -33,24 +31,15 @@ model's intent is unambiguous, and strict where a guess could corrupt code):
     run tests                        a line of its own (backticks, bold, bullets allowed)
     finish                           ends the episode; hidden tests grade the workspace
 
-Markers and fences count only as whole lines, so they may appear inside code
-strings mid-line (a marker that is a whole line of a multi-line string does
-count: the one ambiguity of the format). Inside a SEARCH/REPLACE block only its
-markers count (fences there are content). A fence closes at a bare fence at
-least as long as the opening one. Inside a markdown block an inner ```lang
-fence nests; inside code it cannot be code, so it closes an unclosed block and
-opens the next. An unclosed fence runs to the end of the response (noted in the
-observation); an unclosed SEARCH/REPLACE block is refused. An unnamed
-SEARCH/REPLACE or diff edits the entry file. Paths must be relative and inside
-the workspace (no `/...`, `..`, `~`, backslashes), test files (tests.py,
-test_*.py, *_test.py, conftest.py, tests/...) cannot be edited, and the
-workspace holds at most MAX_FILES files. Edits apply in order; one failing edit
-does not stop the rest. "No valid action" (penalty p, explanatory observation,
-the episode goes on) means no action at all, or only malformed or forbidden
-ones; a well-formed edit whose SEARCH does not match is a valid action that
-failed (no penalty; the observation shows the closest region). Only the entry
-file is graded; a Python file that does not compile is reported with its line,
-and an entry that does not compile passes no test (Φ = 0) without a sandbox run.
+Markers and fences count only as whole lines (a marker that is a whole line of a multi-line string is the one
+ambiguity of the format); inside a SEARCH/REPLACE block only its markers count. A fence closes at a bare fence at
+least as long; an inner ```lang fence nests in a markdown block, and in code closes an unclosed block and opens the
+next. An unclosed fence runs to the end (noted); an unclosed SEARCH/REPLACE block is refused. Unnamed edits go to
+the entry file. Paths stay inside the workspace (no `/...`, `..`, `~`, backslashes), test files (tests.py,
+test_*.py, *_test.py, conftest.py, tests/...) are not editable, at most MAX_FILES files. Edits apply in order; one
+failing does not stop the rest. "No valid action" (penalty p) means none, or only malformed or forbidden ones; an
+edit whose SEARCH does not match is valid but failed (no penalty; the observation shows the closest region). Only
+the entry file is graded; an entry that does not compile passes no test (Φ = 0) without a sandbox run.
 """
 
 from __future__ import annotations
@@ -156,12 +145,8 @@ def _sr_one(lines: list[Line], j: int, path: str) -> tuple[Action, int]:
 
 
 def _fence_block(lines: list[Line], i: int, char: str, n: int, nest: bool) -> tuple[list[Line], int, bool]:
-    """Content lines of the fence opened at lines[i], the index after it, and whether it closed.
-
-    A fence line with an info string (```json) inside a block nests when the
-    block is markdown (`nest`); inside code it cannot be code, so it means the
-    block was left unclosed and a new one starts there.
-    """
+    """Content lines of the fence opened at lines[i], the index after it, and whether it closed. A ```lang line
+    inside nests in markdown (`nest`); inside code it means the block was left unclosed and a new one starts."""
     depth, in_sr = 0, False
     for k in range(i + 1, len(lines)):
         t = lines[k].text
@@ -234,9 +219,8 @@ def parse(response: str) -> list[Action]:
             elif path is not None:
                 actions.append(Action("write", path, lines=content, note=note))
             elif lang in _PY and any(ln.text.strip() for ln in content):  # a stray empty ``` never wipes a file
-                a = Action("write", "", lines=content, note=note)
-                actions.append(a)
-                unnamed.append(a)
+                unnamed.append(Action("write", "", lines=content, note=note))
+                actions.append(unnamed[-1])
             continue
         cmd = _command(t)
         if cmd:

@@ -3,17 +3,11 @@
     probe_many(jobs, execute) -> [{function: {input: output}} or None]   one sandboxed run per public-test job
     python -m pytest tests/test_behaviour.py -q
 
-The probe runs the public tests as the grader does (assert code in the module's namespace, a `call` test's
-arguments to fn_name, a stdio test's input to the program run as __main__), recording the positional arguments
-each top-level function is called with. From each such seed it derives nearby inputs, one argument changed at a
-time (an int n: 0, 1, -1, n ± 1, -n, 2n, 10; a string: "", its first char, the rest, reversed, upper case, padded,
-doubled, blank; a list or tuple: empty, a prefix, a suffix, reversed, one element repeated, doubled, one of its
-first 3 elements changed as above), calls the function on each (0.2 s a call, 2 s in all) and records the
-canonical output (floats to 9 digits) or the exception's type. Inputs and outputs are kept as short hashes:
-two versions of f from one group are compared on the inputs both were called with (didpo.verdict), and the
-seeds, so the inputs, come from the task's tests. A version whose output differs on one of them differs in
-behaviour: correct implementations agree on every valid input, so at most one of the two is correct, unless
-the input is outside the task's domain (then two correct ones may differ: verdict.APART is that chance).
+The probe runs the public tests as the grader does, recording the arguments each top-level function is called
+with; from each such seed it derives nearby inputs, one argument changed at a time (`near`), calls the function on
+each (0.2 s a call, 2 s in all) and records a short hash of the canonical output or the exception's type. Two
+versions of f that differ on an input both were called with cannot both be correct, unless the input is outside
+the task's domain (verdict.APART is that chance).
 """
 
 from __future__ import annotations

@@ -2,13 +2,10 @@
 
     python -m pytest -q tests/test_env.py -k "search or diff or provenance"
 
-`apply_search_replace(lines, origin, action, max_chars)` and `apply_diff(files, origins, action, entry,
-max_chars)` return the new lines and their origins (the char range of the response that wrote each
-line, or None when carried over), or raise `Refused` with the message the model sees. A replaced
-region goes through protocol.lines.carry, so a re-emitted line keeps its old origin. Diffs are
-repaired first (models get hunk counts wrong and drop the space of blank context lines), then
-parsed with unidiff; every hunk must match the file (the match nearest the stated line wins), and
-one bad hunk refuses the whole diff. `check_path` keeps edits inside the workspace and off tests.
+`apply_search_replace` and `apply_diff` return the new lines and their origins (protocol.lines.carry: a
+re-emitted line keeps its old origin), or raise `Refused` with the message the model sees. Diffs are repaired,
+then parsed with unidiff; one hunk that does not match refuses the whole diff. `check_path` keeps edits inside
+the workspace and off tests.
 """
 
 from __future__ import annotations
@@ -24,11 +21,8 @@ from protocol.lines import carry, clip, fence, join, lines_of
 
 
 class Refused(Exception):
-    """An action that cannot be applied; the message is shown to the model.
-
-    `invalid`: the action is malformed or forbidden (it does not count as a
-    valid action for the penalty), as opposed to well-formed but not matching.
-    """
+    """An action that cannot be applied, with the message the model sees; `invalid`: malformed or forbidden
+    (no valid action, for the penalty), not merely well-formed but not matching."""
 
     def __init__(self, msg: str, invalid: bool = False):
         super().__init__(msg)
@@ -132,11 +126,8 @@ _HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)")
 
 
 def _repair_diff(content: list[Line], path: str) -> tuple[str, list[Line | None], set[int]]:
-    """Diff text with recomputed hunk counts; the response line of each diff line; hunks without a position.
-
-    Models get hunk counts wrong and drop the leading space of blank context
-    lines; both are fixed here so that unidiff can parse the body as written.
-    """
+    """(diff text, the response line of each diff line, hunks without a position), with the two slips models make
+    fixed so that unidiff parses the body as written: wrong hunk counts, blank context lines without their space."""
     out: list[str] = []
     src: list[Line | None] = []
     unknown: set[int] = set()  # 1-based diff line numbers of "@@" headers without numbers
@@ -195,11 +186,8 @@ def _hunk_position(lines: list[str], old: list[str], h, lo: int, want: int, numb
 
 def _apply_hunk(lines: list[str], origin: list, h, p: int, src: list[Line | None],
                 restore: bool = True) -> tuple[list[str], list, int]:
-    """New lines and origins of the hunk placed at line p, and the index after the old lines it replaced.
-
-    Context lines keep their origin; each run of '-' lines replaced by a run of
-    '+' lines goes through lines.carry, so a '+' line equal to its '-' line carries over.
-    """
+    """New lines and origins of the hunk placed at line p, and the index after the old lines it replaced; each
+    run of '-' lines replaced by '+' lines goes through carry, so a '+' line equal to its '-' line carries over."""
     new_lines, new_origin, run_old, run_new = [], [], [], []
     q = p
     for ln in [*h, None]:  # None flushes the last run

@@ -2,15 +2,10 @@
 
     python -c "from protocol.functions import passes; print(passes({'assert f(1) == 2': False}, 'f'))"
 
-`written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
-the lines turn t wrote inside it (from Turn.origin), its lines, its decorators included (`statements`), and the
-ranges of the lines it re-emitted unchanged (Turn.emitted).
-`code_of`: a version's lines as didpo's verdict compares them, normalized and without docstrings (writers vary
-docstrings more than code: one function under two docstrings is one version). `callees`: the other top-level
-functions a body names. `passes`: does a function pass the public tests whose code names it (all of them when
-none does)? Unknown (None) when a function it calls fails its own: the failure may be the callee's. A test's code
-is its text outside string literals; a stdio test has none (its stdin and expected output are data: a word there
-that a function is called names nothing).
+`written_functions(turn)`: what turn t wrote in each top-level def/class of S_t; `code_of`: a version's lines as
+the verdict compares them (normalized, without docstrings: writers vary docstrings more than code); `callees`;
+`passes`: does a function pass the public tests whose code names it? Files are read by lines, not parsed: a parse
+per workspace would double the verdict's time.
 """
 
 from __future__ import annotations
@@ -54,10 +49,9 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
 
 
 def statements(lines: list[str]) -> tuple[list[int], list[str]]:
-    """(the first line of each top-level statement of a file's lines, its def/class name or ""): an unindented code
-    line opens one, and a decorator opens the def or class it decorates. By lines: a parse per workspace would double
-    the verdict's time. Where that split looks wrong (a simple statement followed by an indented line: an
-    unindented line inside a string or brackets), by `ast` when the file parses."""
+    """(the first line of each top-level statement, its def/class name or ""): an unindented code line opens one, a
+    decorator the def or class it decorates. Where that looks wrong (a simple statement followed by an indented
+    line: an unindented line inside a string or brackets), by `ast` when the file parses."""
     starts = [k for k, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#")]
     starts = [k for j, k in enumerate(starts) if not (j and lines[starts[j - 1]].startswith("@"))]
     names = []
@@ -97,8 +91,7 @@ def file_docstrings(text: str, lines: list[str]) -> set[int]:
 def docstring_lines(lines: list[str]) -> set[int]:
     """Where the docstring of each def/class is among normalized lines ("" for blank): a string-literal line, or
     lines from an opening triple quote to a closing one with no code after it, right after a def/class header (its
-    brackets closed, ending in ":"). By lines: writers vary docstrings more than their code, and a parse per file
-    would double the verdict's time."""
+    brackets closed, ending in ":")."""
     out: set[int] = set()
     k, depth, header, opened = 0, 0, False, False
     while k < len(lines):

@@ -3,13 +3,9 @@
 
     python -m pytest tests/test_env.py -q -k "grader_touch or host_reach or hack_rate"
 
-A policy that learns to game the grader writes code that reaches for the grader's machinery. In
-mode "strict" those tricks do not pay (sandbox.py, strict grading), but a run whose passing code
-starts touching them is worth seeing: `env.hack_rate` is the share of passing trajectories whose final
-entry file does (`hacks`: grader_touch or host_reach). A pure, syntactic check; a program that does this
-for a legitimate reason counts too. host_reach: the sandbox lets a program read only its workspace and
-the interpreter (jail/confine.py), so a scan of the host or an absolute path pays nothing; a policy
-that starts writing them is looking for tests to copy.
+In mode "strict" such tricks do not pay, but a run whose passing code starts writing them is worth seeing. A
+syntactic check: a program that does this for a legitimate reason counts too. host_reach: the jail lets a
+program read only its workspace and the interpreter, so a policy that scans the host looks for tests to copy.
 """
 
 from __future__ import annotations

@@ -2,22 +2,11 @@
 
     python -c "from protocol.lines import align; print(align(['a', 'b', 'c'], ['a', 'x', 'c']))"
 
-`lines_of(text)`: text.split("\\n") without the empty piece after a final newline (env.Turn.origin
-counts lines this way); `join(lines)` is its inverse for edited files, which always end in a newline.
-
-`align(a, b)`: line opcodes (tag, i1, i2, j1, j2) as difflib writes them, from an exact LCS of the
-lines. rapidfuzz's Indel alignment runs in C++ (about 14 µs for a 130-line file against 430 µs for
-difflib's pure-Python matcher, which alone would spend the whole advantage budget of a paper-size
-batch). An LCS keeps the most lines unchanged, so code that the model re-emitted is never mistaken
-for new code. Adjacent deletes and inserts are fused into `replace`. diffs.py reads whole diffs
-with it, and `carry` gives provenance with it, so the two never disagree about which lines are new.
-
-`carry(old, old_origin, new, new_ranges)`: the origins of `new` replacing `old`: a new line aligned
-with an equal old line keeps that line's origin; every other line gets its range in the response.
-With restore=False every new line gets its range: what the response emitted, re-emissions included
-(Turn.emitted, which the verdict reads).
-
-`normalize_line(line)`: the line as diffs.py and didpo's verdict compare it (no comment, whitespace folded).
+`lines_of(text)`: text.split("\\n") without the empty piece after a final newline (how env.Turn.origin
+counts lines); `join` is its inverse for edited files, which always end in a newline. `align(a, b)`: difflib's
+line opcodes from an exact LCS (rapidfuzz's Indel, in C++: 14 µs for a 130-line file, difflib's matcher 430 µs),
+so re-emitted code is never mistaken for new code; diffs.py and `carry` (provenance) both use it, so they never
+disagree about which lines are new. `normalize_line`: a line as diffs.py and the verdict compare it.
 """
 
 from __future__ import annotations

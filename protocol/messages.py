@@ -2,10 +2,8 @@
 
     python -c "import protocol.messages as m, tasks; print(m.build_messages(tasks.load('data/tasks.jsonl')[0], {}))"
 
-`build_messages(task, files)`: [system, user]: the protocol (PROTOCOL), the problem, the workspace
-files and the public tests (never the hidden ones). `report_tests(tests, verdicts, fn_name, n)`: the
-public-test summary and the first failure, each field cut to n chars. `syntax_error(path, text)`:
-compile, never run.
+`build_messages(task, files)`: the protocol (PROTOCOL), the problem, the workspace and the public tests (never
+the hidden ones). `report_tests`: the public-test summary and the first failure, each field cut to n chars.
 """
 
 from __future__ import annotations
