@@ -2,9 +2,8 @@
 
     python -c "import env,tasks; [print(m['content']) for m in env.Episode(tasks.load('data/tasks.jsonl')[0]).messages]"
 
-An episode is a workspace S_0 (the task's files) and turns t = 1..T. In turn t
-the model writes a response y_t; its actions turn S_{t-1} into S_t, and the
-environment answers with public-test feedback. Rewards (DESIGN.md §4):
+An episode is a workspace S_0 (the task's files) and turns t = 1..T: response y_t's actions turn S_{t-1} into
+S_t, and the environment answers with public-test feedback. Rewards (DESIGN.md §4):
 
     r_t = -p·[turn had no valid action] + c·(Φ(S_t) − Φ(S_{t−1}))     step reward, Turn.reward
     Φ(S) = share of public tests that the entry file of S passes          (c = shaping_coef, p = invalid_penalty)
@@ -12,19 +11,12 @@ environment answers with public-test feedback. Rewards (DESIGN.md §4):
 
 Shaping telescopes to c·(Φ(S_T) − Φ(S_0)), so it cannot pay for slowness.
 
-Provenance: after each turn, `Turn.origin[path][i]` is the char range [a, b) of
-`Turn.response` that wrote line i of `files_after[path]`, or None when the line
-was carried over. Inside an edited region, old and new lines are aligned by an
-exact LCS (protocol.lines.align, the aligner diffs.py uses too); a new line
-equal to the old line it is aligned with is carried over (keeps its old
-origin), so re-emitted code never earns diff credit; `Turn.emitted` keeps the range of every line the
-response wrote, re-emissions included (the verdict credits a re-emitted version). `response[a:b]` is exactly the
-line's text, except when a SEARCH block matched only after re-indenting
-(protocol/actions.py): then the line is `indent + response[a:b]`.
-Lines are `text.split("\\n")` without the empty piece after a final newline;
-CRLF in a response counts as LF, and edited files always end in a newline.
-
-The text protocol itself (actions, edits, prompt, feedback, chat-template tokens) is protocol/.
+Provenance: `Turn.origin[path][i]` is the char range [a, b) of `Turn.response` that wrote line i of
+`files_after[path]` (exactly its text, or its text after the indent a re-indented SEARCH match added), or None
+when the line was carried over: a new line equal to the old line it aligns with (protocol.lines.carry, an exact
+LCS) keeps its old origin, so re-emitted code never earns diff credit. `Turn.emitted` keeps the range of every
+line the response wrote, re-emissions included (the verdict credits a re-emitted version). Lines as
+protocol.lines.lines_of counts them; CRLF counts as LF. The text protocol itself is protocol/.
 """
 
 from __future__ import annotations
@@ -40,8 +32,6 @@ from protocol.lines import Range, carry, join, lines_of
 from protocol.messages import build_messages, describe_test, report_tests, syntax_error
 from tasks import Task
 
-# --- records (DESIGN.md §2) -------------------------------------------------
-
 
 @dataclass
 class Turn:
@@ -52,17 +42,12 @@ class Turn:
     applied: bool = False              # the turn had at least one edit and every edit applied
     files_before: dict[str, str] = field(default_factory=dict)
     files_after: dict[str, str] = field(default_factory=dict)
-    # origin[path][line_no] = char range in `response` that wrote that line of files_after[path]; None if carried over.
-    origin: dict[str, list[Range | None]] = field(default_factory=dict)
-    # emitted[path][line_no]: as origin, but lines this turn re-emitted unchanged keep their range too.
-    emitted: dict[str, list[Range | None]] = field(default_factory=dict)
+    origin: dict[str, list[Range | None]] = field(default_factory=dict)   # [path][line]: see the module docstring
+    emitted: dict[str, list[Range | None]] = field(default_factory=dict)  # as origin, re-emitted lines keep theirs
     observation: str = ""
     reward: float = 0.0                # step reward r_t (penalty + shaping); the final reward is NOT in it
-    # public[test] = passed, for each public test run on S_t after this turn (as the model sees the
-    # test, describe_test); None when no test ran. DiDPO reads which function's tests a piece broke.
-    public: dict[str, bool] | None = None
-    # behaviour[f] = {input: output} (short hashes) of top-level function f of S_t on inputs near its public tests'
-    # (protocol.behaviour; EnvConfig.probe); None when no probe ran. DiDPO reads which versions behave differently.
+    public: dict[str, bool] | None = None  # describe_test(test) -> passed, on S_t; None when no test ran
+    # f -> {input: output} (short hashes) of top-level function f of S_t near its tests (protocol.behaviour)
     behaviour: dict[str, dict[str, str]] | None = None
 
 
@@ -134,8 +119,6 @@ def make_config(**cfg) -> EnvConfig:
     return EnvConfig(**cfg)
 
 
-# --- the episode --------------------------------------------------------------
-
 _PHI0: dict[tuple, float] = {}  # Φ(S_0) per (code, tests): every episode of a task shares its starter
 
 
@@ -162,10 +145,9 @@ class Episode:
         self._pending: dict = {}
         self.phi = self._phi0() if self.cfg.shaping_coef else 0.0
 
-    def _public_job(self) -> sandbox.GradeJob:
-        return sandbox.GradeJob(code=self.files[self.task.entry], tests=self.task.public_tests,
-                                fn_name=self.task.fn_name, mode=self.cfg.grade_mode,
-                                stop_on_first_failure=False, limits=self.cfg.limits)
+    def _grade_job(self, tests: list, stop: bool) -> sandbox.GradeJob:
+        return sandbox.GradeJob(self.files[self.task.entry], tests, self.task.fn_name, self.cfg.grade_mode, stop,
+                                self.cfg.limits)
 
     def _phi0(self) -> float:
         # Shaping needs Φ(S_0), graded here, synchronously, once per starter: act() hands the loop one job per turn.
@@ -174,9 +156,8 @@ class Episode:
             return 0.0
         key = (code, repr(self.task.public_tests), self.task.fn_name, self.cfg.grade_mode)
         if key not in _PHI0:
-            j = self._public_job()
-            vs = sandbox.grade(j.code, j.tests, fn_name=j.fn_name, stop_on_first_failure=False, mode=j.mode,
-                               limits=j.limits)
+            vs = sandbox.grade(code, self.task.public_tests, fn_name=self.task.fn_name, stop_on_first_failure=False,
+                               mode=self.cfg.grade_mode, limits=self.cfg.limits)
             _PHI0[key] = sum(v.passed for v in vs) / len(self.task.public_tests)
         return _PHI0[key]
 
@@ -245,7 +226,7 @@ class Episode:
         # After `finish` feedback is useless, but shaping needs Φ_T and DiDPO reads the per-test results
         # of an edit (Turn.public): only a bare `run tests` beside `finish` is skipped without shaping.
         if (ok or run and not (finish and not self.cfg.shaping_coef)) and self.task.public_tests and not entry_bad:
-            job = self._public_job()
+            job = self._grade_job(self.task.public_tests, stop=False)
         self.turns.append(Turn(response=response, action=",".join(kinds), applied=edits > 0 and ok == edits,
                                files_before=before, files_after=dict(self.files), origin=origins,
                                emitted=emitted))
@@ -302,9 +283,7 @@ class Episode:
 
     def final_job(self) -> sandbox.GradeJob:
         """The hidden-test job on the final workspace; binary rewards stop at the first failure."""
-        return sandbox.GradeJob(code=self.files[self.task.entry], tests=self.task.hidden_tests,
-                                fn_name=self.task.fn_name, mode=self.cfg.grade_mode,
-                                stop_on_first_failure=self.cfg.reward == "binary", limits=self.cfg.limits)
+        return self._grade_job(self.task.hidden_tests, stop=self.cfg.reward == "binary")
 
     def finish(self, verdicts: list[sandbox.Verdict]) -> float:
         """Final reward R from the final job's verdicts; also stored as self.reward."""
@@ -317,9 +296,6 @@ class Episode:
         self.hack = hacks(self.files[self.task.entry])
         self.done = True
         return self.reward
-
-
-# --- reward hacking signal (protocol.hacks: grader_touch, host_reach) -------------------------------------
 
 
 def hack_rate(trajs: list[Trajectory]) -> float:
