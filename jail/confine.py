@@ -2,19 +2,15 @@
 
     python -m pytest tests/test_sandbox.py -q -k "containment or outside or killing or tcp or fork_bomb"
 
-`confine(cfg, pidns, cpu, state)` applies, in order: private mounts (where the server has none), rlimits,
-Landlock (writes only beneath scratch, reads only beneath scratch and the interpreter's trees
-(`landlock_layers`), no TCP, no outside signals), the drop to the call's uid, then
-no_new_privs and a seccomp filter. It returns {"applied": {layer: how}, "fallbacks": [missing layer]}.
-Every layer is a raw syscall through ctypes (no dependency); a layer this kernel lacks is reported,
-not fatal. The seccomp filter is assembled by hand (classic BPF, x86_64 only, built once in the fork
-server): libseccomp's own Python binding is not on PyPI (Debian's python3-seccomp serves only the
-system interpreter), and the ctypes wrapper that is (pyseccomp 0.1.2, last release 2021) would add an
-unmaintained dependency and a filter compile in every case child to save about 30 lines.
+`confine(cfg, pidns, cpu, state)` applies jail/__init__.py's steps 1-5 in order and returns {"applied": {layer:
+how}, "fallbacks": [missing layer]}. Every layer is a raw syscall through ctypes; one this kernel lacks is reported,
+not fatal. The seccomp filter is classic BPF by hand (x86_64, built once in the fork server): libseccomp's binding
+is not on PyPI, and pyseccomp (last release 2021) would add an unmaintained dependency and a compile per case.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -39,12 +35,8 @@ def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
         try:
             hidden = expose_paths()  # the server shares the host's mounts: expose the interpreter here
             exposed = True
-            mount(None, "/", None, MS_REC | MS_PRIVATE)  # never propagate our mounts to the host
-            if pidns:
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # this case's processes
-            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-                   f"mode=1777,size={max(16, min(64, lim['memory_mb'] // 4))}m")
-            applied["mounts"], shm = ("private /proc, " if pidns else "") + "private /dev/shm" + hidden, True
+            applied["mounts"] = private_mounts(pidns, max(16, min(64, lim["memory_mb"] // 4)), hidden)
+            shm = True
         except OSError as e:
             fallbacks.append(f"private mounts unavailable ({e})")
     else:
@@ -97,16 +89,13 @@ def empty_dir(d: str) -> None:
                 pass
 
 
+@functools.cache
 def libc():
     import ctypes
 
-    if not _LIBC:
-        _LIBC.append(ctypes.CDLL(None, use_errno=True))
-        _LIBC[0].syscall.restype = ctypes.c_long
-    return _LIBC[0]
-
-
-_LIBC: list = []
+    lc = ctypes.CDLL(None, use_errno=True)
+    lc.syscall.restype = ctypes.c_long
+    return lc
 
 
 def netns_is_empty() -> bool:
@@ -155,8 +144,8 @@ def mount(src, tgt, fstype, flags, data=None) -> None:
 
 
 def expose_paths() -> str:
-    """Where the interpreter or this file sit below a directory other users cannot enter (pyenv in
-    /root), cover that directory with a tmpfs and bind just those trees back at their own paths."""
+    """Make every mount private (none propagates to the host); where the interpreter or this file sit below a
+    directory other users cannot enter (pyenv in /root), cover it with a tmpfs and bind just those trees back."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     blocked: dict[str, list[str]] = {}
     for p in _needed_paths():
@@ -172,6 +161,14 @@ def expose_paths() -> str:
     for fd in fds.values():
         os.close(fd)
     return "".join(f"; {a} hidden but for the interpreter" for a in blocked)
+
+
+def private_mounts(proc: bool, shm_mb: int, hidden: str) -> str:
+    """A /proc of this pid namespace's processes (where `proc`) and a private /dev/shm; what holds."""
+    if proc:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={shm_mb}m")
+    return ("private /proc, " if proc else "") + "private /dev/shm" + hidden
 
 
 def set_rlimits(lim: dict, cpu: float) -> None:
@@ -235,13 +232,12 @@ def readable_paths(roots: list[str]) -> list[tuple[str, int]]:
 
 
 def landlock_layers(scratch: str, roots: list[str], carved: list[tuple[str, int]], reads=None) -> list:
-    """The two Landlock rulesets a case child enforces, (fd, what it holds) each; an access must pass both.
-    Reads (`reads`, built once per scratch root by the server and reused): read and execute only beneath the
-    carved roots, the scratch dir's parent (host.scratch_root: scratch dirs only, never the host's temp dir,
-    which may hold a checkout and its venv) and /dev/shm. The job's: every file right beneath scratch and
-    /dev/shm, writes to /dev/null, read and execute beneath the uncarved roots; no TCP, no outside signals.
-    Together: reads beneath scratch and the carved roots, writes beneath scratch, nothing else. Two layers
-    instead of one, so the few hundred carved rules (~1.5 ms) are not rebuilt for every job (~0.1 ms)."""
+    """The two Landlock rulesets a case child enforces, (fd, what it holds) each; an access must pass both, so
+    together: reads beneath scratch and the carved roots, writes beneath scratch, nothing else. Reads (`reads`,
+    built once per scratch root and reused: its few hundred rules cost ~1.5 ms): the carved roots, the scratch
+    dir's parent (host.scratch_root: scratch dirs only, never the host's temp dir, which may hold a checkout and
+    its venv) and /dev/shm. The job's (~0.1 ms): all beneath scratch and /dev/shm, writes to /dev/null, reads
+    beneath the uncarved roots; no TCP, no outside signals."""
     parent = os.path.dirname(scratch.rstrip("/"))
     reads = reads or landlock_ruleset([], carved + [(parent, _READ), ("/dev/shm", _READ)], only_reads=True)
     return [reads, landlock_ruleset([scratch, "/dev/shm"], [(r, _READ) for r in roots])]
@@ -318,17 +314,12 @@ _DENY_X86_64 = (101, 310, 311,            # ptrace, process_vm_readv/writev
                 428, 429, 430, 431, 432, 433, 442)  # open_tree, move_mount, fs{open,config,mount,pick}, mount_setattr
 
 
-_SECCOMP: list = []
-
-
+@functools.cache
 def seccomp_prog():
     """The BPF filter, built once (in the fork server); None where it is not written for this arch."""
     import ctypes
 
-    if _SECCOMP:
-        return _SECCOMP[0]
     if os.uname().machine != "x86_64":
-        _SECCOMP.append(None)
         return None
     LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
     ALLOW, KILL, ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
@@ -352,8 +343,7 @@ def seccomp_prog():
 
     rel = lambda i, j: at[j] - i - 1 if isinstance(j, str) else j  # noqa: E731
     arr = (Filter * len(prog))(*[Filter(c, rel(i, t), rel(i, f), k) for i, (c, t, f, k) in enumerate(prog)])
-    _SECCOMP.append((Prog(len(prog), arr), arr))
-    return _SECCOMP[0]
+    return Prog(len(prog), arr), arr
 
 
 def _seccomp() -> str:

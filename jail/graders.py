@@ -2,12 +2,10 @@
 
     python -m pytest tests/test_sandbox.py -q -k "stdio or call or exit or syntax"
 
-`judge_case(case, path, fn_name)` runs in the confined child (server.py forked it): "stdio" runs the
-file as __main__ with the test's stdin; "call" imports it as module "solution" (after LeetCode's usual
-imports), calls the `class Solution` method or top-level function `fn_name` with one JSON argument per
-input line and writes the JSON of the result on fd 3; "assert" runs the test code after the solution in
-its namespace and writes {"ok": true} on fd 3 when it ran to its end. The host (sandbox.py) turns the
-records into verdicts; `stdio_mismatch` is LiveCodeBench's stdio rule, shared by both sides.
+`judge_case(case, path, fn_name)` runs in the confined child: "stdio" runs the file as __main__ on the test's
+stdin; "call" imports it as module "solution" (after LeetCode's usual imports) and writes the JSON of fn_name's
+result on fd 3; "assert" runs the test code in the solution's namespace and writes {"ok": true} if it ends.
+sandbox.py turns the records into verdicts; `stdio_mismatch` is LiveCodeBench's stdio rule, for both sides.
 """
 
 from __future__ import annotations
@@ -69,8 +67,7 @@ def fresh_stdio() -> None:
     # What a freshly started interpreter would have on these descriptors (UTF-8 locale, not a tty).
     # The old stream objects are kept alive: collecting them would close fds 0-2 under the new ones.
     _KEEP.append((sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__))
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
-                                                 encoding="utf-8")
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
                                                    encoding="utf-8")
     sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
@@ -118,10 +115,7 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
         elif kind == "call":
             exec(JUDGE_CALL_PRELUDE, g)
             exec(code, g)
-            if isinstance(g.get("Solution"), type):
-                fn = getattr(g["Solution"](), fn_name, None)
-            else:
-                fn = g.get(fn_name)
+            fn = getattr(g["Solution"](), fn_name, None) if isinstance(g.get("Solution"), type) else g.get(fn_name)
             if not callable(fn):
                 raise NameError(f"no function or Solution method named {fn_name!r}")
             args = [json.loads(s) for s in case["input"].split("\n") if s.strip()]

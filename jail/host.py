@@ -2,17 +2,16 @@
 
     python -m pytest tests/test_sandbox.py -q
 
-`launch(files, job, lim, backend, deadline, on_record)` runs one job (sandbox.py builds it) and returns
-a `Run`: the records, what confinement held (`isolation`, `fallbacks`), a fatal setup error if any.
-Backend "local": each worker thread takes an idle fork server from the pool (`_Zygote`, started once:
-unshare(1) into network, pid and mount namespaces, then `server.zygote`) and gives it back after the
-job; a server that missed its deadline or died is killed and replaced. "docker" and "fusion" hand the
-job to remote.py. `on_record(rec)` returning False stops the job early (the host's first failure).
+`launch(files, job, lim, backend, deadline, on_record)` runs one job (sandbox.py builds it) and returns a `Run`:
+the records, what confinement held, a fatal setup error if any; `on_record(rec)` returning False stops the job.
+Backend "local": a worker thread takes an idle fork server (`_Zygote`) from the pool and gives it back after the
+job; one that missed its deadline or died is killed and replaced. "docker" and "fusion": remote.py.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import signal
@@ -49,30 +48,25 @@ def _warn_once(msg: str) -> None:
         warnings.warn(f"sandbox: {msg}", RuntimeWarning, stacklevel=3)
 
 
+@functools.cache
 def _probe_unshare() -> tuple[list[str], list[str]]:
     """The unshare flags this machine allows (probed once), and what is missing."""
-    global _UNSHARE
-    if _UNSHARE is None:
-        import shutil
-        import subprocess
+    import shutil
+    import subprocess
 
-        exe = shutil.which("unshare")
-        flags: list[str] = []
-        missing: list[str] = []
-        base = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-        for f in ("--net", "--pid", "--mount"):
-            ok = exe and subprocess.run([exe, *base, f, "--fork", "true"], capture_output=True).returncode == 0
-            (flags if ok else missing).append(f)
-        if exe and flags and base:
-            flags = base + flags
-        names = {"--net": "network namespace", "--pid": "pid namespace", "--mount": "mount namespace"}
-        _UNSHARE = ([exe, *flags, "--fork", "--kill-child"] if exe and flags else [],
-                    [f"unshare(1) cannot make a {names[f]} for the fork server" for f in missing] if exe else
-                    ["unshare(1) not found: the fork server shares the host's network, pid and mount namespaces"])
-    return _UNSHARE
-
-
-_UNSHARE: tuple[list[str], list[str]] | None = None
+    exe = shutil.which("unshare")
+    flags: list[str] = []
+    missing: list[str] = []
+    base = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    for f in ("--net", "--pid", "--mount"):
+        ok = exe and subprocess.run([exe, *base, f, "--fork", "true"], capture_output=True).returncode == 0
+        (flags if ok else missing).append(f)
+    if exe and flags and base:
+        flags = base + flags
+    names = {"--net": "network namespace", "--pid": "pid namespace", "--mount": "mount namespace"}
+    return ([exe, *flags, "--fork", "--kill-child"] if exe and flags else [],
+            [f"unshare(1) cannot make a {names[f]} for the fork server" for f in missing] if exe else
+            ["unshare(1) not found: the fork server shares the host's network, pid and mount namespaces"])
 
 
 def launch(files: dict, job: dict, lim: dict, backend: str, deadline: float, on_record=None) -> Run:
@@ -110,9 +104,8 @@ def _take_record(run: Run, rec: dict, on_record) -> bool:
 
 
 class _Zygote:
-    """A fork server: one root process in its own network, pid and mount namespaces, started once
-    per worker, that forks a fresh confined sandbox for every job (saves ~60 ms of interpreter
-    start, imports and namespace setup per program)."""
+    """A fork server (server.zygote) in its own namespaces, started once per worker: a job costs a fork, not the
+    ~60 ms of interpreter start, imports and namespace setup."""
 
     def __init__(self):
         import subprocess

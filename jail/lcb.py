@@ -2,41 +2,32 @@
 
     python -m pytest tests/test_sandbox.py -q -k lcb
 
-`lcb_child(path, job, timeout)` runs all tests of one program in one process, as LCB's run_test does,
-and writes one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's
-codes). Mode "lcb" makes numbers comparable with published LiveCodeBench results; mode "judge" (the
-default for training) has a real judge's plain-process semantics. The differences, all deliberate:
-  * prelude: lcb prepends LCB's import block (string, re, datetime, collections, heapq, bisect, copy,
-    math, random, statistics, itertools, functools, operator, io, sys, json, typing, star-imported
-    and as modules) and `sys.setrecursionlimit(50000)`; judge runs stdio programs as written (limit
-    1000) and prepends only LeetCode's usual imports (typing, collections, heapq, ...) to call tests.
-  * int->str digit limit: lcb raises it to 50000 (sys.set_int_max_str_digits), judge keeps 4300.
-  * stdio programs: lcb unwraps a final `if __name__ == "__main__":`, moves everything but the
-    imports into a function and calls it once per test in one process (globals persist across
-    tests); judge runs the file as __main__ in a fresh forked process per test.
-  * stdin/stdout: lcb patches sys.stdin with LCB's mock (read() returns the whole input, readlines()
-    drops newlines, stdin.buffer.readline() always returns the first line, `for line in sys.stdin`
-    fails: the mock is not iterable) and captures only
-    sys.stdout (os.write(1, ...) is lost, sys.stdout.buffer fails). It also patches builtins.open,
-    but LCB's prelude `from builtins import *` has already bound the real open, so open(0).read()
-    reads the real, empty stdin. judge gives the process real file descriptors.
-  * exits: lcb swallows SystemExit in stdio programs (output so far is compared) and disables quit
-    (quit() raises TypeError), plus LCB's reliability_guard (os.kill, os.fork, subprocess.Popen,
-    os.getcwd, shutil.rmtree, ... set to None); judge: an exit code != 0 is a runtime error.
-  * call results: lcb compares with plain == after turning only a top-level tuple into a list (a
-    nested tuple never equals the JSON list); judge compares the JSON round trip, so nested tuples
-    equal lists, and a non-JSON result (a set) is an error.
-  * time: lcb arms a per-test SIGALRM (wall_s, a float; LCB uses whole seconds) that raises
-    TimeoutException inside the program, plus LCB's global timeout of (wall_s + 1) * tests + 5 s;
-    judge kills the process per test at wall_s wall or cpu_s CPU.
-  * lcb stops at the first failing test as LCB does, unless stop_on_first_failure=False (then it
-    goes on; the pass/fail of the program is unchanged, the per-test fraction becomes meaningful).
-  * both modes add our limits (memory, processes, files, output) that LCB does not have. LCB's
-    process has numpy imported before its guard; lcb mode preloads it when the source mentions
-    numpy, scipy or pandas (importing it after the guard fails).
-Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): lcb mode agrees on all 45
-tricky programs there, judge mode differs on 16 of them. The loopholes both share with the benchmarks'
-own harnesses, and how mode "strict" closes them: sandbox.py's docstring (Modes) and jail/strict.py.
+`lcb_child(path, job, timeout)` runs all tests of one program in one process, as LCB's run_test does, and writes
+one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's codes). Mode "lcb"
+makes numbers comparable with published LiveCodeBench results; mode "judge" has a real judge's plain-process
+semantics. The differences, all deliberate (lcb; judge):
+  * prelude: LCB's import block (string, re, datetime, collections, heapq, bisect, copy, math, random,
+    statistics, itertools, functools, operator, io, sys, json, typing; star-imported and as modules) and
+    sys.setrecursionlimit(50000); stdio programs as written, LeetCode's usual imports before call tests.
+  * int->str digit limit: 50000; 4300.
+  * stdio programs: a final `if __name__ == "__main__":` unwrapped, all but the imports moved into a function
+    called once per test in one process (globals persist); the file run as __main__ in a fresh fork per test.
+  * stdin/stdout: LCB's mock of sys.stdin (read() the whole input, readlines() drops newlines,
+    stdin.buffer.readline() always the first line, not iterable), only sys.stdout captured (os.write(1, ...)
+    lost, sys.stdout.buffer fails), and builtins.open patched after the prelude bound the real one, so
+    open(0).read() reads the real, empty stdin; real file descriptors.
+  * exits: SystemExit swallowed in stdio programs (output so far compared), quit disabled, LCB's
+    reliability_guard (os.kill, os.fork, subprocess.Popen, os.getcwd, shutil.rmtree, ... set to None); an exit
+    code != 0 is a runtime error.
+  * call results: plain == after turning only a top-level tuple into a list; the JSON round trip (nested tuples
+    equal lists, a non-JSON result such as a set is an error).
+  * time: a per-test SIGALRM (wall_s, a float; LCB's whole seconds) raising TimeoutException inside the program,
+    plus LCB's global timeout of (wall_s + 1) * tests + 5 s; a kill per test at wall_s wall or cpu_s CPU.
+  * lcb stops at the first failing test as LCB does, unless stop_on_first_failure=False.
+  * both add our limits (memory, processes, files, output). LCB imports numpy before its guard; lcb mode
+    preloads it when the source mentions numpy, scipy or pandas (importing it after the guard fails).
+Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): lcb mode agrees on all 45 tricky programs
+there, judge mode differs on 16. The loopholes both share with the benchmarks' harnesses: jail/strict.py.
 """
 
 from __future__ import annotations

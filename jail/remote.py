@@ -2,11 +2,8 @@
 
     python -m pytest tests/test_sandbox.py -q -k "docker or fusion"
 
-Both ship the jail's sandbox-side code with the job and run `server.boot` there: the container (or
-the SandboxFusion server) isolates, our code limits and grades, so the graders are the same as local.
-docker: one container per call, --network none, memory and pids limits, read-only root, tmpfs
-scratch, uid 65534, no capabilities. fusion: SandboxFusion's /run_code at SANDBOX_FUSION_URL, or the
-URL in backend="fusion:http://host:port". Each returns (stdout lines, stderr tail, timed_out).
+Both ship the jail's code with the job and run `server.boot` there: the container (or SandboxFusion) isolates,
+our code limits and grades, as locally. Each returns (stdout lines, stderr tail, timed_out).
 """
 
 from __future__ import annotations
@@ -93,8 +90,7 @@ def fusion_run(payload: dict, lim: dict, deadline: float, backend: str) -> tuple
 
     url = backend.split(":", 1)[1] if ":" in backend else os.environ.get("SANDBOX_FUSION_URL", "http://localhost:8080")
     try:
-        r = requests.post(url.rstrip("/") + "/run_code", json=fusion_request(payload, deadline),
-                          timeout=deadline + 30)
+        r = requests.post(url.rstrip("/") + "/run_code", json=fusion_request(payload, deadline), timeout=deadline + 30)
         r.raise_for_status()
         resp = r.json()
     except Exception as e:

@@ -2,14 +2,11 @@
 
     python -m pytest tests/test_sandbox.py -q
 
-`zygote(mountns)` is the local fork server (PID 1 of its namespaces, started by host.py): it sets up
-once, then reads jobs from stdin and streams JSON records on stdout. `boot(payload)` is the same loop
-for one job inside a docker container or a SandboxFusion run. Per test case `_case` forks a child that
-confines itself (confine.py), then runs the grader (graders.py, strict.py or lcb.py); `_run_child`
-enforces the wall clock and output caps. Records: {"t": "iso"} (what confinement held), one
-{"t": "case", "k": i, ...} per test (or {"t": "exec"}), {"t": "fatal"} on a setup error, {"t": "done"}.
-Nothing here reads a file that untrusted code could touch while we are root: each case child
-confines itself first, then reads the solution.
+`zygote(mountns)` is the local fork server: it sets up once, then reads jobs on stdin and streams JSON records on
+stdout; `boot(payload)` serves one job inside docker or SandboxFusion. Per case `_case` forks a child that confines
+itself (confine.py), then runs the grader; `_run_child` enforces the wall clock and output caps. Records:
+{"t": "iso"} (what confinement held), {"t": "case", "k": i, ...} per test (or {"t": "exec"}), {"t": "fatal"},
+{"t": "done"}. Nothing here reads a file untrusted code could touch while we are root.
 """
 
 from __future__ import annotations
@@ -62,14 +59,9 @@ def zygote(mountns: bool) -> None:
     lc.prctl(36, ctypes.c_long(1), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))  # CHILD_SUBREAPER
     if mountns:
         try:
-            hidden = jc.expose_paths()
-            # Mounted once for the whole server, not per case (a mount namespace per case costs more
-            # than the rest of the confinement): /proc shows only this server's pid namespace, and
-            # /dev/shm is emptied after every case.
-            if os.getpid() == 1:
-                jc.mount("proc", "/proc", "proc", jc.MS_NOSUID | jc.MS_NODEV | jc.MS_NOEXEC)
-            jc.mount("tmpfs", "/dev/shm", "tmpfs", jc.MS_NOSUID | jc.MS_NODEV, "mode=1777,size=64m")
-            applied["mounts"] = ("private /proc, " if os.getpid() == 1 else "") + "private /dev/shm" + hidden
+            # Once for the whole server, not per case (a mount namespace per case costs more than the rest of the
+            # confinement); /dev/shm is emptied after every case.
+            applied["mounts"] = jc.private_mounts(os.getpid() == 1, 64, jc.expose_paths())
         except OSError as e:
             fallbacks.append(f"cannot set up the server's private mounts ({e})")
             mountns = False
@@ -362,7 +354,6 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
     return {"rc": rc, "out": dec(o), "err": dec(e), "res": dec(r3), "out_trunc": trunc[o], "err_trunc": trunc[e],
             "output_limit": killed == "output", "timed_out": killed == "wall" or cpu_limit, "cpu_limit": cpu_limit,
             "wall": round(wall_used, 4), "cpu": round(used, 4)}
-
 
 
 def run_env(scratch: str) -> dict[str, str]:

