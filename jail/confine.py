@@ -10,9 +10,14 @@ is not on PyPI, and pyseccomp (last release 2021) would add an unmaintained depe
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import math
 import os
+import resource
+import shutil
 import sys
+import tempfile
 
 from jail import ROOT
 
@@ -21,8 +26,6 @@ _CLONE_NEWNS = 0x00020000
 
 def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
     """In the case child, still root: mounts, rlimits, Landlock, uid drop, seccomp. Returns what held."""
-    import ctypes
-
     lim, uid, scratch = cfg["limits"], cfg["uid"], cfg["scratch"]
     applied, fallbacks = dict(state["applied"]), list(state["fallbacks"])
     applied["pid"] = "pid namespace per case" if pidns else "process group + uid sweep"
@@ -76,8 +79,6 @@ def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
 
 
 def empty_dir(d: str) -> None:
-    import shutil
-
     for name in os.listdir(d):
         p = os.path.join(d, name)
         if os.path.isdir(p) and not os.path.islink(p):
@@ -91,8 +92,6 @@ def empty_dir(d: str) -> None:
 
 @functools.cache
 def libc():
-    import ctypes
-
     lc = ctypes.CDLL(None, use_errno=True)
     lc.syscall.restype = ctypes.c_long
     return lc
@@ -135,8 +134,6 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 163
 
 
 def mount(src, tgt, fstype, flags, data=None) -> None:
-    import ctypes
-
     enc = lambda s: s.encode() if s else None  # noqa: E731
     if libc().mount(enc(src), enc(tgt), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
         e = ctypes.get_errno()
@@ -172,9 +169,6 @@ def private_mounts(proc: bool, shm_mb: int, hidden: str) -> str:
 
 
 def set_rlimits(lim: dict, cpu: float) -> None:
-    import math
-    import resource
-
     mb, c = 1 << 20, math.ceil(cpu)
     # CPU: soft == hard, so the kernel sends SIGKILL at the limit; SIGXCPU would be ignored by a PID 1.
     for res, soft, hard in ((resource.RLIMIT_AS, lim["memory_mb"] * mb, None), (resource.RLIMIT_CPU, c, None),
@@ -211,8 +205,6 @@ def readable_paths(roots: list[str]) -> list[tuple[str, int]]:
     sandbox's scratch), HOME and the packages that ship benchmark data carved out: a root holding one of
     them is replaced by its entries, recursively, and the directories on the way keep only the right to
     be listed (the import system lists site-packages to find a module)."""
-    import tempfile
-
     real = os.path.realpath
     denied = {real(ROOT), real(tempfile.gettempdir()), real(os.path.expanduser("~"))}
     denied |= {real(os.path.join(p, d)) for p in sys.path if p and os.path.isdir(p) for d in DATA_PACKAGES
@@ -248,8 +240,6 @@ def landlock_ruleset(write_dirs: list[str], read_paths: list[tuple[str, int]],
     """A Landlock ruleset: read, write and execute beneath write_dirs (and /dev/null), read and execute
     beneath read_paths (path, rights), nothing else of the filesystem; no TCP, no outside signals. With
     only_reads, it handles reading and execution alone. Returns (fd, what it holds), or (-1, why not)."""
-    import ctypes
-
     lc = libc()
     L = ctypes.c_long
     abi = lc.syscall(L(444), None, L(0), L(1))  # LANDLOCK_CREATE_RULESET_VERSION
@@ -289,8 +279,6 @@ def landlock_ruleset(write_dirs: list[str], read_paths: list[tuple[str, int]],
 
 def landlock_enforce(ruleset: tuple[int, str]) -> str:
     """Restrict this process (and all it starts) to the ruleset; returns what holds or why not."""
-    import ctypes
-
     rs, what = ruleset
     if rs < 0:
         return what
@@ -317,8 +305,6 @@ _DENY_X86_64 = (101, 310, 311,            # ptrace, process_vm_readv/writev
 @functools.cache
 def seccomp_prog():
     """The BPF filter, built once (in the fork server); None where it is not written for this arch."""
-    import ctypes
-
     if os.uname().machine != "x86_64":
         return None
     LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -347,8 +333,6 @@ def seccomp_prog():
 
 
 def _seccomp() -> str:
-    import ctypes
-
     prog = seccomp_prog()
     if prog is None:
         return f"filter is written for x86_64, this is {os.uname().machine}"

@@ -14,10 +14,15 @@ import atexit
 import functools
 import json
 import os
+import select
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from jail import ROOT
@@ -43,17 +48,12 @@ _UID_COUNTER = iter(range(1 << 62))
 def _warn_once(msg: str) -> None:
     if msg not in _WARNED:
         _WARNED.add(msg)
-        import warnings
-
         warnings.warn(f"sandbox: {msg}", RuntimeWarning, stacklevel=3)
 
 
 @functools.cache
 def _probe_unshare() -> tuple[list[str], list[str]]:
     """The unshare flags this machine allows (probed once), and what is missing."""
-    import shutil
-    import subprocess
-
     exe = shutil.which("unshare")
     flags: list[str] = []
     missing: list[str] = []
@@ -108,8 +108,6 @@ class _Zygote:
     ~60 ms of interpreter start, imports and namespace setup."""
 
     def __init__(self):
-        import subprocess
-
         prefix, self.missing = _probe_unshare()
         mountns = "--mount" in prefix
         boot = f"import sys; sys.path.insert(0, {ROOT!r}); from jail import server; server.zygote({mountns})"
@@ -122,8 +120,6 @@ class _Zygote:
             raise RuntimeError("sandbox: the local fork server did not start (its error is printed above)")
 
     def _read_until(self, pred, deadline, each=None):
-        import select
-
         fd = self.proc.stdout.fileno()
         while True:
             while b"\n" in self.buf:
@@ -224,9 +220,6 @@ def scratch_root() -> str:
     """This process's directory of sandbox scratch dirs, and nothing else: the Landlock reads layer grants it
     whole (built once per server), each job's layer only its own scratch (confine.landlock_layers). The host's
     temp dir itself may hold a checkout or a venv, so it is never granted."""
-    import shutil
-    import tempfile
-
     with _SCRATCH_LOCK:
         if not _SCRATCH or not os.path.isdir(_SCRATCH[0]):
             d = tempfile.mkdtemp(prefix="didpo-scratch-")
@@ -238,9 +231,6 @@ def scratch_root() -> str:
 
 
 def _launch_local(files, job, lim: dict, deadline: float, on_record) -> Run:
-    import shutil
-    import tempfile
-
     with _ZLOCK:
         z = _ZYGOTES.pop() if _ZYGOTES else None
     z = z if z and z.alive() else _Zygote()

@@ -8,9 +8,12 @@ our code limits and grades, as locally. Each returns (stdout lines, stderr tail,
 
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
+import shutil
+import tempfile
 
 from jail import ROOT
 from jail.server import run_env
@@ -39,9 +42,6 @@ def docker_kwargs(payload_dir: str, lim: dict, image: str = DOCKER_IMAGE) -> dic
 
 
 def docker_run(payload: dict, lim: dict, deadline: float) -> tuple[list[bytes], str, bool]:
-    import shutil
-    import tempfile
-
     try:
         import docker
 
@@ -76,8 +76,6 @@ def docker_run(payload: dict, lim: dict, deadline: float) -> tuple[list[bytes], 
 
 def fusion_request(payload: dict, deadline: float) -> dict:
     """SandboxFusion's RunCodeRequest: a boot line as the python program, the jail and the payload as files."""
-    import base64
-
     boot = "import os, sys\nsys.path.insert(0, os.getcwd())\nfrom jail import server\nserver.boot('payload.json')\n"
     files = dict(shipped_files(), **{"payload.json": json.dumps(payload).encode()})
     return {"code": boot, "language": "python", "stdin": "", "run_timeout": deadline, "compile_timeout": 10,

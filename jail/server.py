@@ -11,8 +11,13 @@ itself (confine.py), then runs the grader; `_run_child` enforces the wall clock 
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
+import gc
 import json
+import math
 import os
+import selectors
 import signal
 import time
 
@@ -51,8 +56,6 @@ def boot(payload_path: str, report_fd: int = 1) -> None:
 
 def zygote(mountns: bool) -> None:
     """The local fork server, PID 1 of its pid namespace: set up once, then serve jobs from stdin."""
-    import ctypes
-
     applied = {"backend": "local", "net": "network namespace" if jc.netns_is_empty() else "none (host network)"}
     fallbacks: list = []
     lc = jc.libc()
@@ -77,8 +80,6 @@ def zygote(mountns: bool) -> None:
     import unittest.mock  # noqa: E401, F401  (lcb mode's patch of stdin: 25-50 ms to import, per case otherwise)
 
     jc.seccomp_prog()
-    import gc
-
     gc.freeze()  # the server's objects: never traversed by a child's GC, so their pages stay shared
     _emit(1, {"t": "ready"})
     while True:
@@ -243,9 +244,6 @@ def _case(cfg: dict, run, stdin: bytes, wall: float, cpu: float) -> dict:
 
 def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_host: bool = False) -> dict:
     """Fork `target` with stdin, stdout, stderr and a result pipe on fd 3; enforce wall clock and output caps."""
-    import math
-    import selectors
-
     fin = os.memfd_create("stdin")
     write_all(fin, stdin)
     os.lseek(fin, 0, 0)
@@ -258,8 +256,6 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
             os.dup2(fin, 0)
             for fd, (_, w) in zip((1, 2, 3), pipes):
                 os.dup2(w, fd)
-            import fcntl
-
             # The job's Landlock rulesets, moved to fds 4, 5 (by way of fds >= 100, so that none
             # overwrites another) and kept there until the child enforces them.
             keep = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) if fd >= 0 else -1, what)
