@@ -170,7 +170,6 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
 def grade_many(jobs: list[GradeJob], workers: int | None = None, backend: str = "local") -> list[list[Verdict]]:
     """Grade many programs in parallel (default one worker per core); results in input order."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
     _check_backend(backend)
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

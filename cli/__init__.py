@@ -148,11 +148,9 @@ def read_file(path: str | Path, cls) -> dict:
     try:
         if path.suffix == ".toml":
             import tomllib
-
             values = tomllib.loads(path.read_text())
         else:
             import yaml
-
             values = yaml.safe_load(path.read_text()) or {}
     except Exception as e:  # noqa: BLE001 - any parse error becomes one line
         raise ValueError(f"config file {path} does not parse ({type(e).__name__}); fix its syntax") from None

@@ -25,7 +25,6 @@ def write_all(fd: int, data: bytes) -> None:
 def stdio_mismatch(got: str, want: str) -> str | None:
     """LiveCodeBench's stdio rule; None when outputs agree, else a short reason."""
     from decimal import Decimal
-
     g = [s.strip() for s in got.strip().split("\n")]
     w = [s.strip() for s in want.strip().split("\n")]
     if len(g) != len(w):
@@ -63,7 +62,6 @@ _KEEP: list = []
 
 def fresh_stdio() -> None:
     import io
-
     # What a freshly started interpreter would have on these descriptors (UTF-8 locale, not a tty).
     # The old stream objects are kept alive: collecting them would close fds 0-2 under the new ones.
     _KEEP.append((sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__))
@@ -96,7 +94,6 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
     import builtins
     import traceback
     import types
-
     fresh_stdio()
     sys.path[:] = [os.path.dirname(path)] + [p for p in sys.path if p != ROOT]
     kind = case["kind"]
@@ -149,7 +146,6 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
     try:  # what interpreter shutdown does: join threads, run atexit handlers
         import atexit
         import threading
-
         threading._shutdown()
         atexit._run_exitfuncs()
     except BaseException:

@@ -49,7 +49,6 @@ _LCB_IMPORTS = "".join(f"from {m} import *\n" for m in (
 
 def _lcb_unwrap_main(code: str) -> str:
     import ast
-
     try:
         tree = ast.parse(code)
         last = tree.body[-1]
@@ -63,7 +62,6 @@ def _lcb_unwrap_main(code: str) -> str:
 def _lcb_wrap(code: str) -> str:
     """Imports stay at module level, everything else becomes the body of wrapped_function()."""
     import ast
-
     try:
         tree = ast.parse(code)
         imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
@@ -81,7 +79,6 @@ def _lcb_guard() -> None:
     import faulthandler
     import shutil
     import subprocess
-
     faulthandler.disable()
     builtins.quit = None
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -103,7 +100,6 @@ def lcb_child(path: str, job: dict, timeout: float) -> None:
     from io import StringIO
     from types import ModuleType
     from unittest.mock import mock_open, patch
-
     cases, stop = job["cases"], job["stop"]
     with open(path, encoding="utf-8", errors="replace") as f:
         src = f.read()

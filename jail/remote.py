@@ -44,7 +44,6 @@ def docker_kwargs(payload_dir: str, lim: dict, image: str = DOCKER_IMAGE) -> dic
 def docker_run(payload: dict, lim: dict, deadline: float) -> tuple[list[bytes], str, bool]:
     try:
         import docker
-
         client = docker.from_env()
         client.ping()
     except Exception as e:
@@ -85,7 +84,6 @@ def fusion_request(payload: dict, deadline: float) -> dict:
 
 def fusion_run(payload: dict, lim: dict, deadline: float, backend: str) -> tuple[list[bytes], str, bool]:
     import requests
-
     url = backend.split(":", 1)[1] if ":" in backend else os.environ.get("SANDBOX_FUSION_URL", "http://localhost:8080")
     try:
         r = requests.post(url.rstrip("/") + "/run_code", json=fusion_request(payload, deadline), timeout=deadline + 30)

@@ -78,7 +78,6 @@ def zygote(mountns: bool) -> None:
     import decimal  # noqa: E401, F401
     import faulthandler  # noqa: E401, F401
     import unittest.mock  # noqa: E401, F401  (lcb mode's patch of stdin: 25-50 ms to import, per case otherwise)
-
     jc.seccomp_prog()
     gc.freeze()  # the server's objects: never traversed by a child's GC, so their pages stay shared
     _emit(1, {"t": "ready"})

@@ -104,7 +104,6 @@ def outside_eval(node, got):
     """Evaluate a converted assert's condition on plain data, with only the whitelisted functions."""
     import math
     import operator as op
-
     ev = lambda n: outside_eval(n, got)  # noqa: E731
     if isinstance(node, ast.Expression):
         return ev(node.body)
@@ -256,7 +255,6 @@ def _strict_child(case: dict, path: str, fn_name: str | None, w: int, nonce: str
     import builtins
     import traceback
     import types
-
     # Bound before any solution code runs: patching builtins or os later does not reach these.
     write, exit_, run, dumps, rep, mkdict = os.write, os._exit, builtins.exec, json.dumps, builtins.repr, dict
     for m in [m for m in sys.modules if m == "jail" or m.startswith("jail.")]:

@@ -87,7 +87,6 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
     console, scale = console or Console(), _scale(credit)
     for i, tr in enumerate(group):
         adv = credit.token_adv[i].tolist()
