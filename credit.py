@@ -4,25 +4,19 @@
 
 How a char range becomes a token range (DESIGN.md §3, step 7):
 
-1. `token_offsets(tokenizer, ids)` decodes the sampled ids incrementally, the
-   way streaming detokenizers do: the text that token k adds is
-   decode(ids[p:k+1]) minus decode(ids[p:r]) for a window [p, r) of already
-   final tokens, so decoders that drop a leading space (SentencePiece) or fuse
-   bytes stay exact. C_k = number of final chars after token k; a decode that
-   ends in U+FFFD means token k stopped inside a multi-byte character (byte
-   BPE, byte fallback), whose chars are not final yet. Token k's range is
-   [C_{k-1}, C_k), widened by one char when it ends inside a character: every
-   token that holds bytes of a character covers that character. The result is
-   checked against decode(ids); any mismatch falls back to exact prefix decodes.
-2. `tokens_in_range(offsets, start, end)`: the tokens whose range intersects
-   [start, end). Every char of the range is covered by a returned token, and a
-   token outside it (no byte in the range) is never returned.
-3. `project(traj, regions)`: each token of a turn inside an anchor member's
-   ranges gets that member's A^D; tokens of no member get 0. Regions come
-   best-ranked first and a token keeps the first region that claims it, so a
-   token that straddles two regions is never counted twice. Ranges of one
-   member separated only by whitespace (the newline between two lines) are
-   merged, so those tokens get the member's credit too.
+1. `token_offsets(tokenizer, ids)` decodes the sampled ids incrementally, as streaming detokenizers do: the text
+   that token k adds is decode(ids[p:k+1]) minus decode(ids[p:r]) for a window [p, r) of already final tokens,
+   so decoders that drop a leading space (SentencePiece) or fuse bytes stay exact. C_k = number of final chars
+   after token k; a decode ending in U+FFFD means token k stopped inside a multi-byte character (byte BPE, byte
+   fallback), whose chars are not final yet. Token k's range is [C_{k-1}, C_k), widened by one char when it ends
+   inside a character: every token holding bytes of a character covers it. The result is checked against
+   decode(ids); any mismatch falls back to exact prefix decodes.
+2. `tokens_in_range(offsets, start, end)`: the tokens whose range intersects [start, end): every char of the
+   range is covered by a returned token, and a token with no byte in the range is never returned.
+3. `project(traj, regions)`: each token of a turn inside an anchor member's ranges gets that member's A^D, tokens
+   of no member 0. Regions come best-ranked first and a token keeps the first that claims it, so a token that
+   straddles two is never counted twice. A member's ranges separated only by whitespace (the newline between two
+   lines) are merged, so those tokens get its credit too.
 
 Nothing here imports torch.distributed, vLLM or the sandbox; a tokenizer object is passed in.
 """
@@ -41,9 +35,6 @@ if TYPE_CHECKING:
 Range = tuple[int, int]
 _BAD = "\ufffd"
 _START, _END = operator.itemgetter(0), operator.itemgetter(1)
-
-
-# --- char ranges of tokens --------------------------------------------------------
 
 
 def _decode(tokenizer, ids: list[int]) -> str:
@@ -131,9 +122,6 @@ def tokens_in_range(offsets: list[Range], start: int, end: int) -> list[int]:
     return [k for k in range(lo, hi) if offsets[k][0] < end and offsets[k][1] > start]
 
 
-# --- projection ----------------------------------------------------------------------
-
-
 def _merge(ranges: list[Range], text: str) -> list[Range]:
     out: list[list[int]] = []
     for s, e in sorted(ranges):
@@ -145,12 +133,8 @@ def _merge(ranges: list[Range], text: str) -> list[Range]:
 
 
 def project(traj: Trajectory, regions) -> tuple[np.ndarray, np.ndarray]:
-    """Per token of traj: (value, owner) from regions = [(turn index, char ranges, value, owner id), ...].
-
-    Regions are given best first; a token keeps the first region that claims it.
-    Tokens of no region get value 0 and owner -1. Only tokens inside a turn's span
-    can be claimed, so prompt and observation tokens are never touched.
-    """
+    """Per token of traj: (value, owner) from regions = [(turn index, char ranges, value, owner id), ...], best
+    first (module docstring, step 3); value 0 and owner -1 elsewhere. Only a turn's sampled tokens can be claimed."""
     n = len(traj.token_ids)
     values = np.zeros(n, dtype=np.float32)                                       # [T]
     owner = np.full(n, -1, dtype=np.int64)                                        # [T]
