@@ -3,31 +3,21 @@
     python -m pytest tests/test_sandbox.py -q -k lcb
 
 `lcb_child(path, job, timeout)` runs all tests of one program in one process, as LCB's run_test does, and writes
-one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's codes). Mode "lcb"
-makes numbers comparable with published LiveCodeBench results; mode "judge" has a real judge's plain-process
-semantics. The differences, all deliberate (lcb; judge):
-  * prelude: LCB's import block (string, re, datetime, collections, heapq, bisect, copy, math, random,
-    statistics, itertools, functools, operator, io, sys, json, typing; star-imported and as modules) and
-    sys.setrecursionlimit(50000); stdio programs as written, LeetCode's usual imports before call tests.
-  * int->str digit limit: 50000; 4300.
-  * stdio programs: a final `if __name__ == "__main__":` unwrapped, all but the imports moved into a function
-    called once per test in one process (globals persist); the file run as __main__ in a fresh fork per test.
-  * stdin/stdout: LCB's mock of sys.stdin (read() the whole input, readlines() drops newlines,
-    stdin.buffer.readline() always the first line, not iterable), only sys.stdout captured (os.write(1, ...)
-    lost, sys.stdout.buffer fails), and builtins.open patched after the prelude bound the real one, so
-    open(0).read() reads the real, empty stdin; real file descriptors.
-  * exits: SystemExit swallowed in stdio programs (output so far compared), quit disabled, LCB's
-    reliability_guard (os.kill, os.fork, subprocess.Popen, os.getcwd, shutil.rmtree, ... set to None); an exit
-    code != 0 is a runtime error.
-  * call results: plain == after turning only a top-level tuple into a list; the JSON round trip (nested tuples
-    equal lists, a non-JSON result such as a set is an error).
-  * time: a per-test SIGALRM (wall_s, a float; LCB's whole seconds) raising TimeoutException inside the program,
-    plus LCB's global timeout of (wall_s + 1) * tests + 5 s; a kill per test at wall_s wall or cpu_s CPU.
-  * lcb stops at the first failing test as LCB does, unless stop_on_first_failure=False.
-  * both add our limits (memory, processes, files, output). LCB imports numpy before its guard; lcb mode
-    preloads it when the source mentions numpy, scipy or pandas (importing it after the guard fails).
-Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): lcb mode agrees on all 45 tricky programs
-there, judge mode differs on 16. The loopholes both share with the benchmarks' harnesses: jail/strict.py.
+one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's codes), so numbers
+compare with published LiveCodeBench results. Where it differs from mode "judge" (a real judge), deliberately:
+  * LCB's import block and sys.setrecursionlimit(50000) before the program; int->str digits up to 50000;
+  * stdio programs: a final `if __name__ == "__main__":` unwrapped, all but the imports wrapped in a function
+    called once per test in one process (globals persist), SystemExit swallowed (output so far compared);
+  * LCB's mocks: sys.stdin (read() the whole input, readlines() without newlines, buffer.readline() always the
+    first line, not iterable), only sys.stdout captured, builtins.open patched after the prelude bound the real
+    one (open(0) reads the real, empty stdin); quit disabled and LCB's reliability_guard (os.kill, os.fork,
+    subprocess.Popen, shutil.rmtree, ... set to None);
+  * call results compared with plain == after turning only a top-level tuple into a list;
+  * a per-test SIGALRM raising TimeoutException inside the program, plus LCB's global timeout of
+    (wall_s + 1) * tests + 5 s; it stops at the first failing test unless stop_on_first_failure=False;
+  * numpy preloaded (LCB's process had it before its guard) when the source mentions numpy, scipy or pandas.
+Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): it agrees on all 45 tricky programs there,
+judge mode differs on 16.
 """
 
 from __future__ import annotations

