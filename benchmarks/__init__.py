@@ -3,11 +3,8 @@
     python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"          # 164, offline
     python -c "import benchmarks; print(len(benchmarks.load('livecodebench', release='release_v2')))"   # hub
 
-    benchmarks.load(name, path=None, strict=False, **filters) -> list[Task]      name in list_benchmarks()
-
-Each benchmark is read in its published format by its own module here (livecodebench, humaneval, mbpp,
-apps; its docstring lists its fields and filters); "jsonl" is our own format (tasks.load). `path` (a
-.jsonl/.json/.jsonl.gz/.parquet file, a dataset directory, or a hub dataset id `owner/name` in the same
+Each benchmark is read in its published format by its own module here (its docstring lists its fields and
+filters); "jsonl" is our own (tasks.load). `path` (a file, a dataset directory or a hub id `owner/name` in the same
 format) replaces the benchmark's own hub dataset.
 """
 

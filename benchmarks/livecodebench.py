@@ -2,12 +2,9 @@
 
     python -c "import benchmarks; print(len(benchmarks.load('livecodebench', release='release_v2')))"   # hub
 
-Private tests are JSON or base64(zlib(pickle(json string))), unpickled by a loader that builds
-nothing but a str. `metadata.func_name` decides the kind (call if set, else stdio), as LiveCodeBench's
-loader does. Filters: release (release_v1..release_v6 cumulative, release_latest, v2 = one file,
-v1_v3 = a file range: the official test.jsonl, test2.jsonl, ... files), start_date / end_date
-(YYYY-MM-DD, inclusive: start <= contest_date <= end), difficulty, platform. The prompt is
-LiveCodeBench's own, so single-turn numbers compare with its leaderboard.
+Private tests are JSON or base64(zlib(pickle(str))), unpickled by a loader that builds nothing but a str;
+`metadata.func_name` makes call tests, else stdio. Filters: release (release_vN cumulative, release_latest, vN one
+file, vA_vB a range), start_date / end_date (YYYY-MM-DD, inclusive), difficulty, platform. LCB's own prompt.
 """
 
 from __future__ import annotations

@@ -3,12 +3,10 @@
     python eval.py --help
     python -c "import cli, eval; print(cli.parse(['--bench', 'mbpp', '--no-strict'], eval.EvalConfig))"
 
-`parse(argv, *classes, extra=())` -> {field: value} of the flags given (absent ones left out, to merge over
-a config file or presets). Field x_y is --x-y; its help is its trailing comment, then its default. Types: str,
-int, float, bool (--x / --no-x), `X | None`, list[int | float | str] (comma-separated: --k 1,5); other fields
-are not flags. `extra`: plain argparse (flag, kwargs) pairs. Bad input: one `error: ...` line on stderr (an
-unknown flag names the closest one), exit code 2. `read_file(path, cls)`: {field: value} of a YAML or TOML
-file, errors one ValueError line. `git_revision()`: this checkout's commit, or "unknown".
+`parse(argv, *classes, extra=())` -> {field: value} of the flags given (to merge over a config file or presets):
+field x_y is --x-y, its help its trailing comment; str, int, float, bool (--x / --no-x), `X | None`, comma-separated
+lists. Bad input: one `error: ...` line naming the closest flag, exit code 2. `read_file(path, cls)`: the fields of
+a YAML or TOML file. `git_revision()`: this checkout's commit, or "unknown".
 """
 
 from __future__ import annotations

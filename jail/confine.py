@@ -2,10 +2,9 @@
 
     python -m pytest tests/test_sandbox.py -q -k "containment or outside or killing or tcp or fork_bomb"
 
-`confine(cfg, pidns, cpu, state)` applies jail/__init__.py's steps 1-5 in order and returns {"applied": {layer:
-how}, "fallbacks": [missing layer]}. Every layer is a raw syscall through ctypes; one this kernel lacks is reported,
-not fatal. The seccomp filter is classic BPF by hand (x86_64, built once in the fork server): libseccomp's binding
-is not on PyPI, and pyseccomp (last release 2021) would add an unmaintained dependency and a compile per case.
+`confine(cfg, pidns, cpu, state)` applies jail/__init__.py's steps 1-5 and returns {"applied": {layer: how},
+"fallbacks": [missing layer]}; each layer a raw syscall through ctypes, reported, not fatal, where the kernel lacks
+it. Seccomp is BPF by hand: libseccomp's binding is not on PyPI, pyseccomp is unmaintained since 2021.
 """
 
 from __future__ import annotations

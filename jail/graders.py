@@ -2,10 +2,8 @@
 
     python -m pytest tests/test_sandbox.py -q -k "stdio or call or exit or syntax"
 
-`judge_case(case, path, fn_name)` runs in the confined child: "stdio" runs the file as __main__ on the test's
-stdin; "call" imports it as module "solution" (after LeetCode's usual imports) and writes the JSON of fn_name's
-result on fd 3; "assert" runs the test code in the solution's namespace and writes {"ok": true} if it ends.
-sandbox.py turns the records into verdicts; `stdio_mismatch` is LiveCodeBench's stdio rule, for both sides.
+`judge_case(case, path, fn_name)`, in the confined child: stdio runs the file as __main__; call imports it as
+"solution" and writes fn_name's JSON result on fd 3; assert runs the test in its namespace and writes {"ok": true}.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
     python -m pytest tests/test_sandbox.py -q
 
-`launch(files, job, lim, backend, deadline, on_record)` runs one job (sandbox.py builds it) and returns a `Run`:
-the records, what confinement held, a fatal setup error if any; `on_record(rec)` returning False stops the job.
-Backend "local": a worker thread takes an idle fork server (`_Zygote`) from the pool and gives it back after the
-job; one that missed its deadline or died is killed and replaced. "docker" and "fusion": remote.py.
+`launch(files, job, lim, backend, deadline, on_record)` runs one job and returns a `Run` (records, what held, a
+fatal error); `on_record` returning False stops it. "local" takes an idle fork server from the pool and gives it
+back (one that missed its deadline or died is replaced); "docker" and "fusion": remote.py.
 """
 
 from __future__ import annotations

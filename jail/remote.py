@@ -2,8 +2,7 @@
 
     python -m pytest tests/test_sandbox.py -q -k "docker or fusion"
 
-Both ship the jail's code with the job and run `server.boot` there: the container (or SandboxFusion) isolates,
-our code limits and grades, as locally. Each returns (stdout lines, stderr tail, timed_out).
+Both ship the jail with the job and run `server.boot`: the container isolates, our code limits and grades.
 """
 
 from __future__ import annotations

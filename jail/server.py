@@ -2,11 +2,9 @@
 
     python -m pytest tests/test_sandbox.py -q
 
-`zygote(mountns)` is the local fork server: it sets up once, then reads jobs on stdin and streams JSON records on
-stdout; `boot(payload)` serves one job inside docker or SandboxFusion. Per case `_case` forks a child that confines
-itself (confine.py), then runs the grader; `_run_child` enforces the wall clock and output caps. Records:
-{"t": "iso"} (what confinement held), {"t": "case", "k": i, ...} per test (or {"t": "exec"}), {"t": "fatal"},
-{"t": "done"}. Nothing here reads a file untrusted code could touch while we are root.
+`zygote(mountns)`: the local fork server, jobs on stdin, JSON records on stdout ({"t": "iso"}, then "case" per test
+or "exec", "fatal", "done"); `boot(payload)`: one job in docker or SandboxFusion. Per case a child confines itself
+(confine.py) before it runs the grader; nothing here reads a file untrusted code could touch while we are root.
 """
 
 from __future__ import annotations
@@ -180,9 +178,7 @@ def _serve(cfg: dict, emit) -> None:
         strict = job["mode"] == "strict" and c["kind"] != "stdio"  # stdio: stdout and exit code are the verdict
         rec = case(lambda: (strict_case if strict else judge_case)(c, path, job.get("fn_name")),  # noqa: B023
                    c["input"].encode() if c["kind"] == "stdio" else b"", lim["wall_s"], lim["cpu_s"])
-        if not rec:
-            return
-        if _Z.get("stopped"):
+        if not rec or _Z.get("stopped"):
             return
         lines = [d for d in rec.pop("res_lines") if "iso" not in d]
         res = lines[-1] if lines else {}

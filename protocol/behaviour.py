@@ -3,11 +3,10 @@
     probe_many(jobs, execute) -> [{function: {input: output}} or None]   one sandboxed run per public-test job
     python -m pytest tests/test_behaviour.py -q
 
-The probe runs the public tests as the grader does, recording the arguments each top-level function is called
-with; from each such seed it derives nearby inputs, one argument changed at a time (`near`), calls the function on
-each (0.2 s a call, 2 s in all) and records a short hash of the canonical output or the exception's type. Two
-versions of f that differ on an input both were called with cannot both be correct, unless the input is outside
-the task's domain (verdict.APART is that chance).
+The probe runs the public tests as the grader does, records each top-level function's arguments, calls it on
+nearby inputs (`near`, one argument changed at a time; 0.2 s a call, 2 s in all) and keeps short hashes of the
+outputs. Two versions of f that differ on an input both saw are not both correct, unless the input is outside the
+task's domain (verdict.APART).
 """
 
 from __future__ import annotations

@@ -2,12 +2,10 @@
 
     python -m pytest -q tests/test_env.py -k "search or diff or provenance"
 
-`apply_search_replace` and `apply_diff` return the new lines and their origins (protocol.lines.carry: a re-emitted
-line keeps its old origin), or raise `Refused` with the message the model sees. SEARCH matches whole lines once:
-exactly, else ignoring trailing whitespace, else under one uniform extra indent (REPLACE re-indented); none or
-several: refused, with the closest region; an empty SEARCH creates a missing or empty file. Diffs are repaired,
-parsed with unidiff and each hunk placed at the match nearest its stated line; one that does not match refuses
-the whole diff. `check_path`: relative paths inside the workspace, never a test file.
+`apply_search_replace` and `apply_diff` return the new lines and their origins (lines.carry), or raise `Refused`
+with the message the model sees. SEARCH matches whole lines once: exactly, else ignoring trailing whitespace, else
+under one uniform extra indent; else refused, with the closest region. Diffs are repaired, parsed with unidiff,
+each hunk placed nearest its stated line; one that does not match refuses the whole diff.
 """
 
 from __future__ import annotations

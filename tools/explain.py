@@ -4,10 +4,9 @@
     python -m tools.explain runs/default/groups/step_1.jsonl --html out.html  # also a standalone HTML page
     python -m tools.explain --help                                             # --algo, --baseline, --norm
 
-It reads a saved group (one env.Trajectory JSON per line, as the trainer writes OUT/groups/step_N.jsonl)
-and renders didpo.compute_credit's record of it: `render_terminal` prints every response char on the colour
-of the last token covering it (green > 0, red < 0, full colour at the group's largest |Â|), anchor members
-framed ⟦aN … ⟧, then a table of the anchors; `render_html` writes the same as one self-contained page.
+Reads a saved group (one env.Trajectory JSON per line, as the trainer writes OUT/groups/step_N.jsonl) and renders
+didpo.compute_credit's record: each response char on its token's colour (green > 0, red < 0), anchor members
+framed ⟦aN … ⟧, then the anchors; in the terminal (`render_terminal`) or as one HTML page (`render_html`).
 """
 
 from __future__ import annotations
