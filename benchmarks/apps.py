@@ -2,8 +2,7 @@
 
     python -c "import benchmarks; print(len(benchmarks.load('apps', 'tests/fixtures/apps.jsonl')))"
 
-Fields question, input_output (inputs/outputs/fn_name), starter_code, difficulty; filters difficulty,
-split. Public tests are the real tests that the statement itself shows; the prompt is the APPS paper's.
+Filters difficulty, split. Public tests: those the statement shows; the prompt is the APPS paper's.
 """
 
 from __future__ import annotations

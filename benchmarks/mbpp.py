@@ -2,8 +2,7 @@
 
     python -c "import benchmarks; print(len(benchmarks.load('mbpp', 'tests/fixtures/mbpp.jsonl')))"
 
-Fields text|prompt, test_list, test_setup_code|test_imports; filters subset, split. The first assert
-is public: the prompt shows it, as evalplus' MBPP prompt does.
+Fields text|prompt, test_list, test_setup_code|test_imports; filters subset, split. The first assert is public.
 """
 
 from __future__ import annotations

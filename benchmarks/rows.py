@@ -2,9 +2,8 @@
 
     python -m pytest tests/test_tasks.py -q
 
-Every loader in benchmarks/ reads `(where, row)` pairs from here and hands them with its converter to
-`tasks.collect`, which skips a malformed row with one warning naming it (or raises, strict=True). The
-field helpers raise ValueError with the field's name, so the warning says what was wrong.
+Loaders read `(where, row)` pairs here and hand them with a converter to `tasks.collect`; the field helpers raise
+ValueError naming the field.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
     python -c "import protocol.chat as c, models; t = models.load_tokenizer('smollm2-135m'); print(c.eot_id(t))"
 
-Assumption (ChatML, so Qwen2.5 and SmolLM2, and Llama-3 hold it; both helpers check it): the template closes an
-assistant turn with a special token right after the content, so the tokens after it do not depend on what was
-sampled and the delta can be encoded alone.
+Assumed (ChatML, Llama-3; both helpers check it): a special token closes an assistant turn right after the
+content, so the tokens after it do not depend on what was sampled and can be encoded alone.
 """
 
 from __future__ import annotations

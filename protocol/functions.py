@@ -2,10 +2,7 @@
 
     python -c "from protocol.functions import passes; print(passes({'assert f(1) == 2': False}, 'f'))"
 
-`written_functions(turn)`: what turn t wrote in each top-level def/class of S_t; `code_of`: a version's lines as
-the verdict compares them (normalized, without docstrings: writers vary docstrings more than code); `callees`;
-`passes`: does a function pass the public tests whose code names it? Files are read by lines, not parsed: a parse
-per workspace would double the verdict's time.
+Files are read by lines, not parsed: a parse per workspace would double the verdict's time.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""Reward-hacking signal: does a program reach for the grader's machinery or the host's files
-(env.hack_rate counts the passing ones)?
+"""Reward-hacking signal: does a program reach for the grader's machinery or scan the host (env.hack_rate)?
 
     python -m pytest tests/test_env.py -q -k "grader_touch or host_reach or hack_rate"
 
-In mode "strict" such tricks do not pay, but a run whose passing code starts writing them is worth seeing. A
-syntactic check: a program that does this for a legitimate reason counts too. host_reach: the jail lets a
-program read only its workspace and the interpreter, so a policy that scans the host looks for tests to copy.
+Strict mode makes such tricks pay nothing, but a run whose passing code starts writing them is worth seeing. A
+syntactic check: a program that does this for a legitimate reason counts too.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
     python -c "import protocol.messages as m, tasks; print(m.build_messages(tasks.load('data/tasks.jsonl')[0], {}))"
 
-`build_messages(task, files)`: the protocol (PROTOCOL), the problem, the workspace and the public tests (never
-the hidden ones). `report_tests`: the public-test summary and the first failure, each field cut to n chars.
+`build_messages(task, files)`: PROTOCOL, the problem, the workspace and the public tests (never the hidden ones).
 """
 
 from __future__ import annotations
