@@ -123,11 +123,8 @@ _PHI0: dict[tuple, float] = {}  # Φ(S_0) per (code, tests): every episode of a 
 
 
 class Episode:
-    """One live episode, text only; the rollout loop owns tokens and batches the sandbox calls.
-
-    Per turn: job = act(response); verdicts = grade_many([job, ...]); msg = observe(verdicts).
-    When done: R = finish(grade_many([final_job()])[0]).
-    """
+    """One live episode, text only; the rollout loop owns tokens and batches the sandbox calls. Per turn:
+    job = act(response); msg = observe(grade_many([job, ...])[i]); when done, R = finish(grade(final_job()))."""
 
     def __init__(self, task: Task, cfg: EnvConfig | None = None):
         if not task.hidden_tests:
@@ -299,7 +296,6 @@ class Episode:
 
 
 def hack_rate(trajs: list[Trajectory]) -> float:
-    """Share of passing trajectories (reward >= 1) whose final code touches the grader or scans the host
-    (`Trajectory.hack`)."""
+    """Share of passing trajectories (reward >= 1) whose final code touches the grader or scans the host."""
     passing = [t for t in trajs if t.reward >= 1.0]
     return sum(t.hack for t in passing) / len(passing) if passing else 0.0

@@ -158,9 +158,8 @@ def load(path=None, *, strict=False, release=None, start_date=None, end_date=Non
 
 
 def output_rows(tasks: list[Task], samples: dict[str, list]) -> tuple[list[dict], list[dict]]:
-    """LiveCodeBench's own output records (its runner writes them; its compute_scores reads the second): per
-    problem, from its samples (records with response, code, passed), Scenario.codegeneration_{n}_{T}.json's and
-    the _eval_all.json's, with its field names."""
+    """LiveCodeBench's own output records, per problem from its samples (response, code, passed): its runner's
+    Scenario.codegeneration_{n}_{T}.json and the _eval_all.json its compute_scores reads."""
     rows, graded = [], []
     for t in tasks:
         row = {"question_title": t.meta.get("title", ""), "question_content": t.meta.get("question_content", ""),

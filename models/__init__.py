@@ -79,8 +79,7 @@ def resolve(name: str) -> str:
 
 
 def load_model(name: str, dtype: torch.dtype | str | None = None, device: str | torch.device = "cpu"):
-    """Return (model, tokenizer) for `name` (see the module docstring for accepted forms).
-    dtype "auto" keeps the checkpoint's stored dtype."""
+    """(model, tokenizer) for `name` (module docstring); dtype "auto" keeps the checkpoint's."""
     path = resolve(name)
     tokenizer = load_tokenizer(path)  # first: small, so a bad name fails before gigabytes of weights load
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)

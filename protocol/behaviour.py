@@ -159,6 +159,5 @@ def probe_many(jobs: list, execute, workers: int | None = None) -> list[dict | N
 
 
 def differ(a: dict[str, str], b: dict[str, str], skip: set = frozenset()) -> bool:
-    """Two versions' records of one function: some input both were called with (not in skip) gives different
-    outputs."""
+    """Two versions' records of one function differ on an input both were called with (not in skip)."""
     return any(b.get(k, v) != v and k not in skip for k, v in a.items())

@@ -25,9 +25,8 @@ _QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the fir
 
 
 def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]], dict[str, list]]:
-    """Over the top-level def/class statements of S_t ("" outside any): (function name -> char ranges of the
-    lines this turn wrote inside it, function name -> its lines, the opening line included, function name ->
-    char ranges of the lines it re-emitted unchanged inside it: Turn.emitted's where Turn.origin has none)."""
+    """Per top-level def/class of S_t ("" outside any): (the char ranges of the lines this turn wrote in it, its
+    lines, the ranges of the lines it re-emitted unchanged: Turn.emitted's where Turn.origin has none)."""
     out: dict[str, list] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     echo: dict[str, list] = defaultdict(list)
@@ -144,9 +143,8 @@ def _words(test: str) -> frozenset[str]:
 
 
 def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:
-    """Does function `name` pass its public tests (those whose code names it; all tests if none does)?
-    None (unknown) when a function it calls fails its own: the failure may be the callee's. `calls` is
-    the set of its callees, or a function that returns it (only a failing function needs them)."""
+    """Does `name` pass the public tests whose code names it (all if none does)? None when a callee (`calls`, or a
+    function returning them) fails its own: the failure may be the callee's."""
     index = tests_naming(public) if index is None else index
 
     def own(f):

@@ -69,8 +69,7 @@ def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
 
 
 def carry(old: list[str], old_origin: list, new: list[str], new_ranges: list, restore: bool = True) -> list:
-    """Origins of `new` replacing `old`: a line aligned (align) with an equal old line keeps that line's origin
-    (with restore; without, every line gets its new range)."""
+    """Origins of `new` replacing `old`: with restore, a line aligned with an equal old line keeps its origin."""
     out = list(new_ranges)
     if not restore:
         return out
