@@ -3,8 +3,7 @@
     python -m pytest tests/test_didpo.py -q -k "verdict or behave"   # by-hand posteriors
     python bench/credit.py --only 'variants WF'                      # what it buys, and where it breaks
 
-didpo.py computes the paper's credit; with AdvConfig.verdict (default; --no-verdict turns it off, and with it
-the behaviour probe) `attach` adds A^V. Derivations: DESIGN.md §3 step 6b.
+`attach` adds A^V to didpo.py's credit where AdvConfig.verdict (--no-verdict turns it and the behaviour probe off).
 
 A version u = (f, f's normalized lines, docstrings dropped) of a top-level def/class f ("" for the glue) in
 the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u, or re-emitted unchanged
@@ -26,9 +25,8 @@ caught bugs expected among f's tested versions. Mean field over the three states
   log P(correct or escaped) += Σ_{caught c ∋ u} log(1 − Π_{w∈c, w≠u} (1 − k_w))
 A^V_{i,t,u} = s·(q_u − q̄) − A^E_i on the piece's tokens; q̄ = the mean over trajectories of their pieces' mean q
 (R_j if none), s = one unit of Y in A^E's units. Where R is win/loss, A^D is first centred inside each piece:
-the verdict has read R. Why (bench/credit.py): most versions are written once in a group of 8 and form no
-anchor; the clauses exonerate a loser's correct version that a winner also wrote and convict the one left to
-blame. Messy-group accuracy 0.58 → 0.91-1.00; behaviour adds +0.12-0.17 where the rates alone fell short.
+the verdict has read R. Why: most versions are written once in a group and form no anchor; the clauses exonerate
+a loser's correct version that a winner also wrote and convict the one left to blame (behaviour: +0.12-0.17).
 """
 
 from __future__ import annotations

@@ -4,20 +4,11 @@
 
 `lcb_child(path, job, timeout)` runs all tests of one program in one process, as LCB's run_test does, and writes
 one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's codes), so numbers
-compare with published LiveCodeBench results. Where it differs from mode "judge" (a real judge), deliberately:
-  * LCB's import block and sys.setrecursionlimit(50000) before the program; int->str digits up to 50000;
-  * stdio programs: a final `if __name__ == "__main__":` unwrapped, all but the imports wrapped in a function
-    called once per test in one process (globals persist), SystemExit swallowed (output so far compared);
-  * LCB's mocks: sys.stdin (read() the whole input, readlines() without newlines, buffer.readline() always the
-    first line, not iterable), only sys.stdout captured, builtins.open patched after the prelude bound the real
-    one (open(0) reads the real, empty stdin); quit disabled and LCB's reliability_guard (os.kill, os.fork,
-    subprocess.Popen, shutil.rmtree, ... set to None);
-  * call results compared with plain == after turning only a top-level tuple into a list;
-  * a per-test SIGALRM raising TimeoutException inside the program, plus LCB's global timeout of
-    (wall_s + 1) * tests + 5 s; it stops at the first failing test unless stop_on_first_failure=False;
-  * numpy preloaded (LCB's process had it before its guard) when the source mentions numpy, scipy or pandas.
-Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): it agrees on all 45 tricky programs there,
-judge mode differs on 16.
+compare with published results. It departs from judge mode as LCB does: LCB's imports and recursion limit, stdio
+programs wrapped in a function called once per test in one process (SystemExit swallowed), LCB's mocks of stdin,
+stdout and open, its reliability_guard, plain == on call results (a top-level tuple made a list), a per-test
+SIGALRM and LCB's global timeout, numpy preloaded where the source names it. tests/test_sandbox.py's GOLDEN:
+it agrees with LCB's own run_test on all 45 tricky programs there, judge mode differs on 16.
 """
 
 from __future__ import annotations

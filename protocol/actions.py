@@ -3,21 +3,14 @@
     python -c "import protocol.actions as p; print(p.parse('solution.py\\n~~~python\\nx = 1\\n~~~\\nrun tests'))"
 
 `parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model), an
-accepted one with a remark `note`. Every content line is a `Line(text, start)`, so an edit knows which chars of
-the response wrote each line (env.Turn.origin). The protocol (messages.PROTOCOL teaches it), lenient where the
-intent is unambiguous and strict where a guess could corrupt code:
-  * search/replace: the path alone on the line before a fence (or in its info string, ```python solution.py),
-    then <<<<<<< SEARCH / ======= / >>>>>>> REPLACE blocks; protocol.edits applies them;
-  * whole-file write: a named fence without markers; a response whose only fence is one unnamed python block
-    writes the entry file;
-  * unified diff: a ```diff block (or one opening with --- / +++ lines), --- a/p and +++ b/p headers or the path
-    in the info string;
-  * `run tests`, `finish`: a line of its own (backticks, bold, bullets allowed).
-Markers and fences count only as whole lines (a marker that is a whole line of a multi-line string is the one
-ambiguity of the format); inside a SEARCH/REPLACE block only its markers count. A fence closes at a bare fence at
-least as long; an inner ```lang fence nests in a markdown block, and in code closes an unclosed block and opens the
-next. An unclosed fence runs to the end (noted); an unclosed SEARCH/REPLACE block is refused. Unnamed edits go to
-the entry file; several unnamed blocks are ignored, never silent writes.
+accepted one with a remark `note`; each content line is a `Line(text, start)`, so an edit knows which chars wrote
+it (env.Turn.origin). Actions (messages.PROTOCOL teaches them): search/replace blocks under the path on the line
+before the fence (or in its info string), a named fence without markers (a whole-file write; one unnamed python
+block as the only fence writes the entry file), a ```diff block, and `run tests` / `finish` on a line of their
+own. Lenient where the intent is unambiguous, strict where a guess could corrupt code: markers and fences count
+only as whole lines, and inside a SEARCH/REPLACE block only its markers; a fence closes at a bare fence at least as
+long; an inner ```lang fence nests in markdown, and in code closes an unclosed block; an unclosed fence runs to
+the end (noted), an unclosed SEARCH/REPLACE block is refused; several unnamed blocks are ignored, never written.
 """
 
 from __future__ import annotations

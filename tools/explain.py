@@ -12,6 +12,7 @@ framed ⟦aN … ⟧, then the anchors; in the terminal (`render_terminal`) or a
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import sys
 from dataclasses import dataclass
@@ -22,17 +23,6 @@ import didpo
 from env import Trajectory
 
 
-def _char_values(turn, token_values: list[float], token_owner: list[int]) -> tuple[list[float], list[int]]:
-    """Per char of turn.response: the value and owner of the last token covering it."""
-    n = len(turn.response)
-    cv, co = [0.0] * n, [-1] * n
-    a = turn.span[0]
-    for k, (s, e) in enumerate(turn.offsets):
-        for c in range(s, min(e, n)):
-            cv[c], co[c] = token_values[a + k], token_owner[a + k]
-    return cv, co
-
-
 def _rgb(v: float, scale: float) -> tuple[int, int, int]:
     x = max(-1.0, min(1.0, v / scale)) if scale > 0 else 0.0
     if x >= 0:
@@ -41,14 +31,16 @@ def _rgb(v: float, scale: float) -> tuple[int, int, int]:
 
 
 def _segments(turn, values, owner):
-    """Runs of chars with the same (value, owner): (text, value, owner)."""
-    cv, co = _char_values(turn, values, owner)
-    out, i, s = [], 0, turn.response
-    while i < len(s):
-        j = i
-        while j < len(s) and cv[j] == cv[i] and co[j] == co[i]:
-            j += 1
-        out.append((s[i:j], cv[i], co[i]))
+    """Runs of turn.response's chars with the same (value, owner) of the last token covering them."""
+    n, a = len(turn.response), turn.span[0]
+    per_char = [(0.0, -1)] * n
+    for k, (s, e) in enumerate(turn.offsets):
+        for c in range(s, min(e, n)):
+            per_char[c] = (values[a + k], owner[a + k])
+    out, i = [], 0
+    for (v, o), run in itertools.groupby(per_char):
+        j = i + len(list(run))
+        out.append((turn.response[i:j], v, o))
         i = j
     return out
 
