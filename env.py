@@ -113,8 +113,7 @@ class EnvConfig:
 def make_config(**cfg) -> EnvConfig:
     """EnvConfig from keyword overrides, naming any unknown key."""
     known = {f.name for f in fields(EnvConfig)}
-    bad = sorted(set(cfg) - known)
-    if bad:
+    if bad := sorted(set(cfg) - known):
         raise ValueError(f"unknown EnvConfig field(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
     return EnvConfig(**cfg)
 
@@ -125,7 +124,6 @@ _PHI0: dict[tuple, float] = {}  # Φ(S_0) per (code, tests): every episode of a 
 class Episode:
     """One live episode, text only; the rollout loop owns tokens and batches the sandbox calls. Per turn:
     job = act(response); msg = observe(grade_many([job, ...])[i]); when done, R = finish(grade(final_job()))."""
-
     def __init__(self, task: Task, cfg: EnvConfig | None = None):
         if not task.hidden_tests:
             raise ValueError(f"task {task.id} has no hidden tests; the final reward needs at least one")

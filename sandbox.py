@@ -33,7 +33,6 @@ PYTHON = sys.executable  # the interpreter that runs graded programs and the in-
 @dataclass(frozen=True)
 class Limits:
     """Every limit of one execution; wall_s and cpu_s apply per test case when grading."""
-
     wall_s: float = 10.0         # wall clock per program run / test case
     cpu_s: float = 10.0          # CPU seconds (RLIMIT_CPU, rounded up to whole seconds)
     memory_mb: int = 2048        # address space per process (RLIMIT_AS)
@@ -92,8 +91,7 @@ def execute(files: dict[str, str], argv: list[str], stdin: str | bytes = "", lim
     data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     job = {"kind": "exec", "argv": list(argv), "stdin": data.decode("latin-1")}
     run = launch(files, job, dict(vars(limits)), backend, deadline=limits.wall_s + 5.0)
-    rec = next((r for r in run.records if r.get("t") == "exec"), None)
-    if rec is None:
+    if (rec := next((r for r in run.records if r.get("t") == "exec"), None)) is None:
         if run.fatal:
             raise RuntimeError(f"sandbox ({backend}) failed to start the program: {run.fatal}")
         return ExecResult(-9, "", run.diag, True, run.wall_s, backend=backend, isolation=run.isolation,
@@ -125,8 +123,7 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
     checks = [None] * len(tests)  # strict: a converted assert's condition, evaluated here
     if mode == "strict":
         for k, t in enumerate(tests):
-            conv = convert_assert(t.input) if t.kind == "assert" else None
-            if conv:
+            if conv := convert_assert(t.input) if t.kind == "assert" else None:
                 cases[k], checks[k] = {"kind": "expr", "input": conv[0]}, conv[1]
             elif t.kind == "assert":
                 cases[k]["input"] = harden_assert(t.input)
@@ -239,8 +236,7 @@ def _limit_verdict(rec: dict, limits: Limits) -> Verdict | None:
 def _judge_verdict(test, rec: dict, limits: Limits) -> Verdict:
     if rec.get("compile_error"):
         return Verdict(False, "error", rec["compile_error"][:300])
-    v = _limit_verdict(rec, limits)
-    if v:
+    if v := _limit_verdict(rec, limits):
         return v
     res = rec.get("res") or {}
     if test.kind == "assert":
@@ -264,8 +260,7 @@ def _judge_verdict(test, rec: dict, limits: Limits) -> Verdict:
 
 def _expr_verdict(checks: list, rec: dict, limits: Limits) -> Verdict:
     """Converted asserts (strict mode): the sandbox's claimed values, parsed as plain data, checked here."""
-    v = _limit_verdict(rec, limits)
-    if v:
+    if v := _limit_verdict(rec, limits):
         return v
     res = rec.get("res") or {}
     if rec["rc"] != 0 or "ret" not in res:

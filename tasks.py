@@ -26,7 +26,6 @@ class Test:
     """One test case. "stdio": input is stdin, output the expected stdout. "call": input is one JSON positional
     argument per line, output the JSON of the expected return value of the task's `fn_name` (a function or a
     `class Solution` method). "assert": input is test code run after the solution; output is ""."""
-
     kind: str
     input: str
     output: str = ""
@@ -49,8 +48,7 @@ class Task:
     @staticmethod
     def from_json(row: dict) -> Task:
         """Build a Task from one row of our JSONL format; raises ValueError naming the problem."""
-        missing = [k for k in ("id", "prompt") if k not in row]
-        if missing:
+        if missing := [k for k in ("id", "prompt") if k not in row]:
             raise ValueError(f"missing field(s) {', '.join(missing)}")
         tests = {}
         for key in ("public_tests", "hidden_tests"):

@@ -39,8 +39,7 @@ def load(name: str, path: str | Path | None = None, strict: bool = False, **filt
     if name not in LOADERS:
         raise ValueError(f"unknown benchmark {name!r}; accepted: {', '.join(LOADERS)} (or a path ending in .jsonl)")
     filters = {k: v for k, v in filters.items() if v is not None}
-    unknown = sorted(set(filters) - set(filters_of(name)))
-    if unknown:
+    if unknown := sorted(set(filters) - set(filters_of(name))):
         accepted = ", ".join(filters_of(name)) or "none"
         raise ValueError(f"{name} has no filter {', '.join(unknown)}; accepted: {accepted}")
     if name == "jsonl" and path is None:

@@ -52,7 +52,6 @@ def codeqwen_prompt(task: Task) -> str:
 
 class _StrOnlyUnpickler(pickle.Unpickler):
     """Refuses every global, so a pickle can build plain values but never call anything."""
-
     def find_class(self, module, name):
         raise pickle.UnpicklingError(f"refused to load {module}.{name}: only a plain string is accepted")
 
@@ -141,8 +140,7 @@ def load(path=None, *, strict=False, release=None, start_date=None, end_date=Non
                 return hub_rows(f"{LCB_REPO}/{f}", "json", data_files=f"hf://datasets/{LCB_REPO}/{f}", split="train")
             return read_rows(Path(path) / f)
 
-        missing = [f for f in files if path is not None and not (Path(path) / f).exists()]
-        if missing:
+        if missing := [f for f in files if path is not None and not (Path(path) / f).exists()]:
             raise FileNotFoundError(f"{path} lacks {', '.join(missing)} needed by release {release or 'release_latest'}"
                                     "; download them from the hub or pick an earlier release")
         items = chain.from_iterable(with_convert(rows(f), lambda r, v=versions[f]: _lcb_task(r, v)) for f in files)

@@ -48,8 +48,7 @@ def local_rows(path: str | Path, split: str = "test") -> Iterator[Row]:
         import datasets  # a `save_to_disk` directory
         yield from dataset_rows(datasets.load_from_disk(str(path)), str(path), split)
         return
-    files = sorted(p for p in path.iterdir() if re.search(r"\.(jsonl|json|jsonl\.gz|parquet)$", p.name))
-    if not files:
+    if not (files := sorted(p for p in path.iterdir() if re.search(r"\.(jsonl|json|jsonl\.gz|parquet)$", p.name))):
         raise FileNotFoundError(f"{path} holds no .jsonl/.json/.parquet file and is not a saved dataset")
     for p in files:
         yield from read_rows(p)

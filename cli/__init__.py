@@ -104,8 +104,7 @@ def parser(*classes, extra=(), description: str | None = None) -> argparse.Argum
     for cls in classes:
         hints, comments = typing.get_type_hints(cls), field_comments(cls)
         for f in dataclasses.fields(cls):
-            kind = _kind(hints[f.name])
-            if kind is None:
+            if (kind := _kind(hints[f.name])) is None:
                 continue
             scalar, optional, many = kind
             flag, default = "--" + f.name.replace("_", "-"), _default(f)

@@ -145,8 +145,7 @@ def expose_paths() -> str:
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     blocked: dict[str, list[str]] = {}
     for p in _needed_paths():
-        a = _blocking_ancestor(p)
-        if a:
+        if a := _blocking_ancestor(p):
             blocked.setdefault(a, []).append(p)
     fds = {p: os.open(p, os.O_PATH) for ps in blocked.values() for p in ps}  # before the tmpfs hides them
     for a, ps in blocked.items():
@@ -328,8 +327,7 @@ def seccomp_prog():
 
 
 def _seccomp() -> str:
-    prog = seccomp_prog()
-    if prog is None:
+    if (prog := seccomp_prog()) is None:
         return f"filter is written for x86_64, this is {os.uname().machine}"
     lc = libc()
     L = ctypes.c_long

@@ -105,7 +105,6 @@ def _take_record(run: Run, rec: dict, on_record) -> bool:
 class _Zygote:
     """A fork server (server.zygote) in its own namespaces, started once per worker: a job costs a fork, not the
     ~60 ms of interpreter start, imports and namespace setup."""
-
     def __init__(self):
         prefix, self.missing = _probe_unshare()
         mountns = "--mount" in prefix
@@ -134,8 +133,7 @@ class _Zygote:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 return None
-            data = os.read(fd, 1 << 16)
-            if not data:
+            if not (data := os.read(fd, 1 << 16)):
                 return None
             self.buf += data
 

@@ -122,8 +122,7 @@ def lcb_child(path: str, job: dict, timeout: float) -> None:
             sol = mod.Solution() if "class Solution" in code else mod
         finally:
             alarm(0)
-        method = getattr(sol, job["fn_name"] if call else "wrapped_function", None)
-        if method is None:
+        if (method := getattr(sol, job["fn_name"] if call else "wrapped_function", None)) is None:
             raise TypeError("cannot unpack non-iterable NoneType object")  # what LCB's run_test reports
         if call:
             inputs = [[json.loads(s) for s in c["input"].split("\n")] for c in cases]

@@ -114,8 +114,7 @@ def _next_job() -> dict:
 
 
 def _fill_inbuf() -> None:
-    data = os.read(0, 1 << 20)
-    if not data:  # the host is gone: so are we, and our namespace with us
+    if not (data := os.read(0, 1 << 20)):  # the host is gone: so are we, and our namespace with us
         os._exit(0)
     _Z["inbuf"] += data
 
@@ -301,8 +300,7 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
                 if _check_stop():
                     kill("stop")
                 continue
-            data = os.read(key.fd, 1 << 16)
-            if not data:
+            if not (data := os.read(key.fd, 1 << 16)):
                 sel.unregister(key.fd)
                 continue
             b = bufs[key.fd]

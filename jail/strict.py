@@ -149,7 +149,6 @@ class _InfNan(ast.NodeTransformer):
 
 class _Harden(ast.NodeTransformer):
     """Wrap every assert's condition, compared operands and calls of non-builtins in __plain__(...)."""
-
     def visit_Assert(self, node):
         self.inside = True
         node.test = self._wrap(self.visit(node.test))
@@ -218,8 +217,7 @@ def strict_case(case: dict, path: str, fn_name: str | None) -> None:
     os.close(w)
     data = bytearray()
     while len(data) <= 1_000_000:
-        chunk = os.read(r, 1 << 16)
-        if not chunk:
+        if not (chunk := os.read(r, 1 << 16)):
             break
         data += chunk
     rc = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])

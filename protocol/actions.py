@@ -193,8 +193,7 @@ def parse(response: str) -> list[Action]:
                 unnamed.append(Action("write", "", lines=content, note=note))
                 actions.append(unnamed[-1])
             continue
-        cmd = _command(t)
-        if cmd:
+        if cmd := _command(t):
             actions.append(Action(cmd))
         if t.strip():
             prev = t

@@ -23,7 +23,6 @@ from protocol.lines import carry, clip, fence, join, lines_of
 class Refused(Exception):
     """An action that cannot be applied, with the message the model sees; `invalid`: malformed or forbidden
     (no valid action, for the penalty), not merely well-formed but not matching."""
-
     def __init__(self, msg: str, invalid: bool = False):
         super().__init__(msg)
         self.invalid = invalid
@@ -58,8 +57,7 @@ def _find(hay: list[str], needle: list[str], key=lambda s: s) -> list[int]:
 
 def _indent_match(hay: list[str], needle: list[str]) -> list[tuple[int, str]]:
     """(position, prefix) where each non-blank needle line equals prefix + itself, one whitespace prefix for all."""
-    idx = [k for k, s in enumerate(needle) if s.strip()]
-    if not idx:
+    if not (idx := [k for k, s in enumerate(needle) if s.strip()]):
         return []
     k0, first, out = idx[0], needle[idx[0]].rstrip(), []
     for p in range(len(hay) - len(needle) + 1):
@@ -98,8 +96,7 @@ def apply_search_replace(lines: list[str], origin: list, a: Action, max_chars: i
             raise Refused(f"{a.path}: empty SEARCH block, but the file is not empty; copy the lines to replace")
         return new, list(ranges), f"{a.path}: written from an empty SEARCH ({len(new)} line{'s' * (len(new) != 1)})."
     note, pre = "", ""
-    hits = _find(lines, a.search)
-    if not hits:
+    if not (hits := _find(lines, a.search)):
         hits = _find(lines, a.search, key=str.rstrip)
         note = " (ignoring trailing whitespace)"
     if not hits:
@@ -154,8 +151,7 @@ def _repair_diff(content: list[Line], path: str) -> tuple[str, list[Line | None]
             k += 1
         while body and body[-1].text == " ":  # trailing blank lines after a hunk are layout, not context
             body.pop()
-        m = _HUNK.match(t)
-        if not m:
+        if not (m := _HUNK.match(t)):
             unknown.add(len(out) + 1)
         s, d = (int(m[1]), int(m[2])) if m else (1, 1)
         ns = sum(b.text[0] in " -" for b in body)
@@ -175,8 +171,7 @@ def _hunk_position(lines: list[str], old: list[str], h, lo: int, want: int, numb
             raise Refused(f"{path}: a hunk with only '+' lines needs line numbers (@@ -N,0 +M,K @@)")
         return min(max(want + 1, 0), len(lines)) if numbered else 0  # "-N,0" inserts after line N
     hits = _find(lines, old) or _find(lines, old, key=str.rstrip)
-    after = [q for q in hits if q >= lo] or hits
-    if not after:
+    if not (after := [q for q in hits if q >= lo] or hits):
         raise Refused(f"{path}: hunk @@ -{h.source_start} @@ does not match the file (its ' ' and '-' lines "
                       "must be copied exactly).\n" + closest(lines, old, max_chars))
     if not numbered and len(after) > 1:

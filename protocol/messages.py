@@ -48,8 +48,7 @@ def describe_test(t: Test, fn_name: str | None) -> str:
 def report_tests(tests: list[Test], verdicts: list[sandbox.Verdict], fn_name: str | None, n: int) -> str:
     passed = sum(v.passed for v in verdicts)
     head = f"Public tests: {passed}/{len(tests)} passed."
-    fail = next((k for k, v in enumerate(verdicts) if not v.passed), None)
-    if fail is None:
+    if (fail := next((k for k, v in enumerate(verdicts) if not v.passed), None)) is None:
         return head
     t, v = tests[fail], verdicts[fail]
     parts = [head, f"First failure: test {fail + 1} ({v.status})."]
