@@ -32,6 +32,8 @@ from protocol.lines import Range, carry, join, lines_of
 from protocol.messages import build_messages, describe_test, report_tests, syntax_error
 from tasks import Task
 
+_PHI0: dict[tuple, float] = {}  # Φ(S_0) per (code, tests): every episode of a task shares its starter
+
 
 @dataclass
 class Turn:
@@ -118,12 +120,10 @@ def make_config(**cfg) -> EnvConfig:
     return EnvConfig(**cfg)
 
 
-_PHI0: dict[tuple, float] = {}  # Φ(S_0) per (code, tests): every episode of a task shares its starter
-
-
 class Episode:
     """One live episode, text only; the rollout loop owns tokens and batches the sandbox calls. Per turn:
     job = act(response); msg = observe(grade_many([job, ...])[i]); when done, R = finish(grade(final_job()))."""
+
     def __init__(self, task: Task, cfg: EnvConfig | None = None):
         if not task.hidden_tests:
             raise ValueError(f"task {task.id} has no hidden tests; the final reward needs at least one")

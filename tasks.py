@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 TEST_KINDS = ("stdio", "call", "assert")
+Row = tuple[str, object]  # (where, row): "file.jsonl:12" and the parsed object (or the parse error)
 
 
 @dataclass
@@ -70,9 +71,6 @@ class Task:
 
 class MalformedRowWarning(UserWarning):
     """Rows of a benchmark file that could not be turned into a Task (skipped)."""
-
-
-Row = tuple[str, object]  # (where, row): "file.jsonl:12" and the parsed object (or the parse error)
 
 
 def read_rows(path: Path) -> Iterator[Row]:

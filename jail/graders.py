@@ -14,6 +14,11 @@ import sys
 
 from jail import ROOT
 
+JUDGE_CALL_PRELUDE = "".join(f"from {m} import *\n" for m in (
+    "typing", "collections", "heapq", "bisect", "itertools", "functools", "math")) + (
+    "import collections, heapq, bisect, itertools, functools, math, string, re\n")
+_KEEP: list = []
+
 
 def write_all(fd: int, data: bytes) -> None:
     while data:
@@ -48,14 +53,6 @@ def error_detail(rec: dict) -> str:
         return f"{res['exc']}: {msg}"[:300] if msg else res["exc"]
     lines = [s for s in rec["err"].strip().splitlines() if s.strip()]
     return (f"exit code {rec['rc']}" + (f": {lines[-1].strip()}" if lines else ""))[:300]
-
-
-JUDGE_CALL_PRELUDE = "".join(f"from {m} import *\n" for m in (
-    "typing", "collections", "heapq", "bisect", "itertools", "functools", "math")) + (
-    "import collections, heapq, bisect, itertools, functools, math, string, re\n")
-
-
-_KEEP: list = []
 
 
 def fresh_stdio() -> None:

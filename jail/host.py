@@ -28,6 +28,13 @@ from jail import ROOT
 from jail.remote import docker_run, fusion_run
 from jail.server import run_env
 
+_WARNED: set[str] = set()
+_UID_COUNTER = iter(range(1 << 62))
+_ZYGOTES: list[_Zygote] = []  # idle fork servers
+_ZLOCK = threading.Lock()
+_SCRATCH: list[str] = []
+_SCRATCH_LOCK = threading.Lock()
+
 
 @dataclass
 class Run:
@@ -38,10 +45,6 @@ class Run:
     diag: str = ""
     timed_out: bool = False
     wall_s: float = 0.0
-
-
-_WARNED: set[str] = set()
-_UID_COUNTER = iter(range(1 << 62))
 
 
 def _warn_once(msg: str) -> None:
@@ -105,6 +108,7 @@ def _take_record(run: Run, rec: dict, on_record) -> bool:
 class _Zygote:
     """A fork server (server.zygote) in its own namespaces, started once per worker: a job costs a fork, not the
     ~60 ms of interpreter start, imports and namespace setup."""
+
     def __init__(self):
         prefix, self.missing = _probe_unshare()
         mountns = "--mount" in prefix
@@ -189,10 +193,6 @@ class _Zygote:
                 pass
 
 
-_ZYGOTES: list[_Zygote] = []  # idle fork servers
-_ZLOCK = threading.Lock()
-
-
 @atexit.register
 def _close_zygotes() -> None:
     while _ZYGOTES:
@@ -207,10 +207,6 @@ def _forget_zygotes() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_zygotes)
-
-
-_SCRATCH: list[str] = []
-_SCRATCH_LOCK = threading.Lock()
 
 
 def scratch_root() -> str:

@@ -13,6 +13,7 @@ it agrees with LCB's own run_test on all 45 tricky programs there, judge mode di
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -20,16 +21,13 @@ import sys
 
 from jail.graders import stdio_mismatch, write_all
 
-_LCB_IMPORTS = "".join(f"from {m} import *\n" for m in (
-    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
-    "itertools", "functools", "operator", "io", "sys", "json", "builtins", "typing")) + "".join(
-    f"import {m}\n" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
-                              "random", "statistics", "itertools", "functools", "operator", "io", "sys", "json")
-) + "sys.setrecursionlimit(50000)\n"
+_LCB_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
+                "itertools", "functools", "operator", "io", "sys", "json")
+_LCB_IMPORTS = ("".join(f"from {m} import *\n" for m in (*_LCB_MODULES, "builtins", "typing"))
+                + "".join(f"import {m}\n" for m in _LCB_MODULES) + "sys.setrecursionlimit(50000)\n")
 
 
 def _lcb_unwrap_main(code: str) -> str:
-    import ast
     try:
         tree = ast.parse(code)
         last = tree.body[-1]
@@ -42,7 +40,6 @@ def _lcb_unwrap_main(code: str) -> str:
 
 def _lcb_wrap(code: str) -> str:
     """Imports stay at module level, everything else becomes the body of wrapped_function()."""
-    import ast
     try:
         tree = ast.parse(code)
         imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]

@@ -149,6 +149,7 @@ class _InfNan(ast.NodeTransformer):
 
 class _Harden(ast.NodeTransformer):
     """Wrap every assert's condition, compared operands and calls of non-builtins in __plain__(...)."""
+
     def visit_Assert(self, node):
         self.inside = True
         node.test = self._wrap(self.visit(node.test))

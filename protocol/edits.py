@@ -19,17 +19,18 @@ from rapidfuzz import fuzz
 from protocol.actions import Action, Line
 from protocol.lines import carry, clip, fence, join, lines_of
 
+TEST_FILE = re.compile(r"(tests?|conftest|test_.*|.*_test)\.py", re.IGNORECASE)
+MAX_FILES = 64  # every turn records the whole workspace; a model must not bloat trajectories with files
+_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)")
+
 
 class Refused(Exception):
     """An action that cannot be applied, with the message the model sees; `invalid`: malformed or forbidden
     (no valid action, for the penalty), not merely well-formed but not matching."""
+
     def __init__(self, msg: str, invalid: bool = False):
         super().__init__(msg)
         self.invalid = invalid
-
-
-TEST_FILE = re.compile(r"(tests?|conftest|test_.*|.*_test)\.py", re.IGNORECASE)
-MAX_FILES = 64  # every turn records the whole workspace; a model must not bloat trajectories with files
 
 
 def check_path(path: str) -> str:
@@ -117,9 +118,6 @@ def apply_search_replace(lines: list[str], origin: list, a: Action, max_chars: i
     mid = carry(lines[p:p + n], origin[p:p + n], new, ranges, restore)
     return lines[:p] + new + lines[p + n:], origin[:p] + mid + origin[p + n:], \
         f"{a.path}: SEARCH/REPLACE applied at lines {p + 1}-{p + n}{note}."
-
-
-_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)")
 
 
 def _repair_diff(content: list[Line], path: str) -> tuple[str, list[Line | None], set[int]]:

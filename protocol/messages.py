@@ -15,6 +15,34 @@ from tasks import Task, Test
 if TYPE_CHECKING:
     import sandbox
 
+STDIO_HEAD = "input:\n"  # how describe_test opens a stdio test (protocol.functions: such a test names no function)
+PROTOCOL = """\
+You solve a programming problem by editing files in a workspace. Each reply may start with brief \
+reasoning, then holds one or more actions, applied in order:
+
+1. Edit part of a file: the file path alone on a line, then a fenced block with SEARCH/REPLACE markers. \
+The SEARCH lines must match whole lines of the file exactly once; they are replaced by the REPLACE lines. \
+Use several blocks for several edits.
+2. Write a whole file: the file path alone on a line, then a fenced block with the complete new content.
+3. Apply a unified diff: a ```diff block with `--- a/PATH` and `+++ b/PATH` headers and @@ hunks.
+4. `run tests` alone on a line: run the public tests on {entry}.
+5. `finish` alone on a line: stop. {entry} is then graded on hidden tests.
+
+A reply whose only code is one ```python block replaces {entry}. Paths are relative to the workspace; \
+test files cannot be edited. After every edit you see the public test results.
+
+Example reply:
+The loop stops one element early.
+{entry}
+```python
+<<<<<<< SEARCH
+    for i in range(len(xs) - 1):
+=======
+    for i in range(len(xs)):
+>>>>>>> REPLACE
+```
+run tests"""
+
 
 def syntax_error(path: str, text: str) -> str | None:
     """'SyntaxError in p line N: msg' with the offending line, or None; compiles, never runs."""
@@ -31,9 +59,6 @@ def syntax_error(path: str, text: str) -> str | None:
     except (ValueError, MemoryError, RecursionError) as e:  # null bytes, absurd nesting
         return f"{path} does not compile: {type(e).__name__}: {e}"
     return None
-
-
-STDIO_HEAD = "input:\n"  # how describe_test opens a stdio test (protocol.functions: such a test names no function)
 
 
 def describe_test(t: Test, fn_name: str | None) -> str:
@@ -62,34 +87,6 @@ def report_tests(tests: list[Test], verdicts: list[sandbox.Verdict], fn_name: st
     if v.detail:
         parts.append(f"result:\n{fence(clip(v.detail, n))}")
     return "\n".join(parts)
-
-
-PROTOCOL = """\
-You solve a programming problem by editing files in a workspace. Each reply may start with brief \
-reasoning, then holds one or more actions, applied in order:
-
-1. Edit part of a file: the file path alone on a line, then a fenced block with SEARCH/REPLACE markers. \
-The SEARCH lines must match whole lines of the file exactly once; they are replaced by the REPLACE lines. \
-Use several blocks for several edits.
-2. Write a whole file: the file path alone on a line, then a fenced block with the complete new content.
-3. Apply a unified diff: a ```diff block with `--- a/PATH` and `+++ b/PATH` headers and @@ hunks.
-4. `run tests` alone on a line: run the public tests on {entry}.
-5. `finish` alone on a line: stop. {entry} is then graded on hidden tests.
-
-A reply whose only code is one ```python block replaces {entry}. Paths are relative to the workspace; \
-test files cannot be edited. After every edit you see the public test results.
-
-Example reply:
-The loop stops one element early.
-{entry}
-```python
-<<<<<<< SEARCH
-    for i in range(len(xs) - 1):
-=======
-    for i in range(len(xs)):
->>>>>>> REPLACE
-```
-run tests"""
 
 
 def build_messages(task: Task, files: dict[str, str]) -> list[dict]:
