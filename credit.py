@@ -99,8 +99,7 @@ def token_offsets(tokenizer, token_ids: list[int]) -> tuple[str, list[Range]]:
     text = _decode(tokenizer, ids)
     # A fast tokenizer's Rust decode costs ~1 µs a call, its Python wrapper ~5 µs: use the
     # backend when there is one, and the wrapper (then exact prefix decodes) if that disagrees.
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
+    if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
         out = _incremental(lambda x: backend.decode(x, skip_special_tokens=False), ids, text)
         if out is not None:
             return text, out

@@ -5,14 +5,11 @@
 1. Whole diff D_{i,t} = diff(S_{i,t-1}, S_{i,t}) of every file, from the file versions, never from the
    response; a failed edit (`Turn.applied` false) has none. `hunks` groups changes as `difflib.unified_diff`
    does, over protocol.lines.align (difflib's matcher would spend most of a batch's 0.5 s budget).
-2. Candidates, nested: hunk -> blocks (runs of changed lines cut at top-level statements of the new file,
-   via `ast`; a class body's statements count, so the methods of `class Solution` are blocks) -> lines of
-   at least `min_line_chars` normalized chars. Each has a kind (add | replace), path, normalized text
-   (comments, docstrings, blank lines dropped, whitespace folded, relative indentation kept), size L, its
-   (trajectory, turn), and the response's char ranges that wrote it, read from `Turn.origin`. Deleted
-   lines have no origin: a pure deletion is no candidate; a replacement's deleted half rides with its adds.
-3. Similarity = `rapidfuzz.fuzz.ratio` / 100 = 1 − Indel distance / (|a| + |b|): symmetric, a one-token
-   bug is a tiny difference (η = 0.8 means near duplicate), and bounded by 2·min(|a|,|b|)/(|a|+|b|),
+2. Candidates, nested: hunk -> blocks (runs of changed lines cut at top-level statements of the new file, the
+   methods of `class Solution` included) -> lines of at least `min_line_chars` normalized chars. Each has a kind
+   (add | replace), path, normalized text (no comments, docstrings or blank lines, whitespace folded), size L, its
+   (trajectory, turn) and the char ranges that wrote it (`Turn.origin`): a pure deletion is no candidate.
+3. Similarity = `rapidfuzz.fuzz.ratio` / 100 = 1 − Indel distance / (|a| + |b|) ≤ 2·min(|a|,|b|)/(|a|+|b|),
    which gives the length band for blocking.
 4. GS = φ(L̄)·ψ(n): saturating (default) φ = 1 − e^{−L/s0}, ψ = 1 − e^{−(n−1)/g0}; log φ = log(1 + L/s0),
    ψ = log(1 + (n−1)/g0); linear φ = L/s0, ψ = (n−1)/g0. A singleton scores 0 under every form.
@@ -103,8 +100,7 @@ def turn_hunks(turn, context: int = 3, memo: dict | None = None) -> list[Hunk]:
 
 def _norm(line: str, memo: dict) -> tuple[int, str]:
     """(indentation width, normalized text) of a line, memoized: the same lines recur across a group."""
-    hit = memo.get(line)
-    if hit is None:
+    if (hit := memo.get(line)) is None:
         n = normalize_line(line)
         hit = memo[line] = (len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) if n else 0, n)
     return hit
@@ -207,8 +203,7 @@ class _Found:
         if not text or not any(r is not None for r in ranges):
             return None  # nothing that the response wrote: no tokens could carry its credit
         key = (kind, path, text)
-        old = self.by_key.get(key)
-        if old is None:
+        if (old := self.by_key.get(key)) is None:
             self.by_key[key] = SubDiff(kind, path, level, text, size, self.traj, self.t, list(units), list(ranges),
                                        set(parts))
             return key
@@ -447,9 +442,8 @@ def find_anchors(group, eta: float = ETA, s0: float = 8.0, g0: float = 8.0, K: i
                  min_line_chars: int = 10, form: str = "saturating", context: int = 3,
                  max_compare: int = 64, line_scope: bool = True, lift_contrast: bool = True,
                  hunk_exclusion: bool = True, docstring_blind: bool = True) -> AnchorResult:
-    """Anchors of one task group (a list of env.Trajectory), selected and cut to be non-overlapping per turn.
-    lift_contrast (step d's rank), hunk_exclusion (step d's hunks) and docstring_blind (candidates) are this
-    project's departures from the paper; off, they give its anchors (didpo.AdvConfig.paper)."""
+    """Anchors of one task group (a list of env.Trajectory), non-overlapping per turn. lift_contrast, hunk_exclusion
+    and docstring_blind are this project's departures; off, they give the paper's anchors (AdvConfig.paper)."""
     cache: dict[str, dict] = {"stmt": {}, "norm": {}, "lines": {}, "doc": {}}  # per text: statements, norm, ...
     cands = [c for i, tr in enumerate(group) for t, turn in enumerate(tr.turns)
              for c in candidates(turn, i, t, min_line_chars, context, cache, line_scope, docstring_blind)]

@@ -12,12 +12,10 @@ an escaped bug ((1/2)·π_f) or a caught bug ((1/2)(1 − π_f)); π_f = how oft
 Evidence (Turn.public after each turn, and R):
   u fails the public tests that name f  ⇒ u is caught (a clause {u, f's callees} if those fail theirs too)
   u passes them                         ⇒ u is not caught
-  no test names a workspace function    ⇒ the tests judge the program: a pass for each version it wrote,
-                                          a failure a caught clause
+  no test names a workspace function    ⇒ a pass for each version the turn wrote, a failure a caught clause
   R_i ≥ 1 / R_i < 1                     ⇒ every version of i's final workspace is correct / a clause
-  behaviour (Turn.behaviour)            ⇒ two versions of f (calling no other function) with different outputs
-                                          on an input both were probed with: both correct weighs APART = 0.2
-                                          (inputs where two verified versions differ are outside the task)
+  behaviour (Turn.behaviour)            ⇒ two versions of f (calling no other function) that differ on an input
+                                          both were probed with (not one where verified ones differ): APART = 0.2
 Glue that every final workspace holds leaves every clause: else it would exonerate the bugs beside it.
 π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b), b = ESCAPE = 3, with B_f, F_f the escaped and
 caught bugs expected among f's tested versions. Mean field over the three states, q = P(correct), k = P(caught):
