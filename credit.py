@@ -79,8 +79,7 @@ def _incremental(decode, ids: list[int], text: str) -> list[Range] | None:
         stable = full.startswith(prefix)
         new = full[len(prefix):] if stable else ""
         if (not stable or new.endswith(_BAD)) and k + 1 < len(ids):
-            # Token k stops inside a character (or a byte-fallback decoder has not settled the
-            # window yet): keep the window, count only the chars that are certainly final.
+            # Token k stops inside a character (or the decoder has not settled): count only the final chars.
             final.append(done + len(new.rstrip(_BAD)))
             partial.append(True)
             continue
@@ -97,8 +96,7 @@ def token_offsets(tokenizer, token_ids: list[int]) -> tuple[str, list[Range]]:
     """(decode(token_ids), char range [start, end) of every token in that text); see the module docstring."""
     ids = list(token_ids)
     text = _decode(tokenizer, ids)
-    # A fast tokenizer's Rust decode costs ~1 µs a call, its Python wrapper ~5 µs: use the
-    # backend when there is one, and the wrapper (then exact prefix decodes) if that disagrees.
+    # The Rust backend's decode costs ~1 µs, the Python wrapper's ~5 µs: the wrapper only if the backend disagrees.
     if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
         out = _incremental(lambda x: backend.decode(x, skip_special_tokens=False), ids, text)
         if out is not None:

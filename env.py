@@ -218,8 +218,7 @@ class Episode:
         errors = [e for p, e in checked.items() if e and p in edited]
         entry_bad = checked[self.task.entry]
         job = None
-        # After `finish` feedback is useless, but shaping needs Φ_T and DiDPO reads the per-test results
-        # of an edit (Turn.public): only a bare `run tests` beside `finish` is skipped without shaping.
+        # After `finish` only shaping (Φ_T) and the verdict (Turn.public after an edit) need the tests.
         if (ok or run and not (finish and not self.cfg.shaping_coef)) and self.task.public_tests and not entry_bad:
             job = self._grade_job(self.task.public_tests, stop=False)
         self.turns.append(Turn(response=response, action=",".join(kinds), applied=edits > 0 and ok == edits,

@@ -244,8 +244,7 @@ def landlock_ruleset(write_dirs: list[str], read_paths: list[tuple[str, int]],
     abi = lc.syscall(L(444), None, L(0), L(1))  # LANDLOCK_CREATE_RULESET_VERSION
     if abi < 1:
         return -1, os.strerror(ctypes.get_errno())
-    # execute, write_file, read_file, read_dir, remove_dir, remove_file, make_{char,dir,reg,sock,fifo,
-    # block,sym}; refer (v2); truncate (v3)
+    # exec, write/read file, read dir, remove_{dir,file}, make_{char,dir,reg,sock,fifo,block,sym}; refer, truncate
     fs = sum(1 << b for b in range(13)) | ((1 << 13) if abi >= 2 else 0) | ((1 << 14) if abi >= 3 else 0)
     net = 3 if abi >= 4 and not only_reads else 0          # bind_tcp, connect_tcp
     scoped = 3 if abi >= 6 and not only_reads else 0       # abstract unix sockets, signals

@@ -57,8 +57,7 @@ def error_detail(rec: dict) -> str:
 
 def fresh_stdio() -> None:
     import io
-    # What a freshly started interpreter would have on these descriptors (UTF-8 locale, not a tty).
-    # The old stream objects are kept alive: collecting them would close fds 0-2 under the new ones.
+    # A fresh interpreter's streams (UTF-8, not a tty); the old ones kept alive: collecting them would close fds 0-2.
     _KEEP.append((sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__))
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),

@@ -227,8 +227,7 @@ def _launch_local(files, job, lim: dict, deadline: float, on_record) -> Run:
         z = _ZYGOTES.pop() if _ZYGOTES else None
     z = z if z and z.alive() else _Zygote()
     root = os.geteuid() == 0
-    # A uid of its own per execution: RLIMIT_NPROC counts per uid, and without a pid namespace the
-    # leftovers are found by uid. Unique among live processes: pid * 1024 + a per-process counter.
+    # A uid per execution (RLIMIT_NPROC counts per uid; leftovers are found by uid), unique among live processes.
     uid = 1_000_000 + (os.getpid() % (1 << 20)) * 1024 + next(_UID_COUNTER) % 1024 if root else 0
     scratch = tempfile.mkdtemp(prefix="didpo-sbx-", dir=scratch_root())
     try:

@@ -82,8 +82,7 @@ def lcb_child(path: str, job: dict, timeout: float) -> None:
     with open(path, encoding="utf-8", errors="replace") as f:
         src = f.read()
     if any(m in src for m in ("numpy", "scipy", "pandas")):
-        # LCB's process imported numpy (testing_util does) before its guard; importing it afterwards
-        # fails. Preloading it for every program would cost ~130 ms, so only where it can matter.
+        # LCB's process imported numpy before its guard (importing it after fails); ~130 ms, so only where it matters.
         try:
             import numpy  # noqa: F401
         except ImportError:

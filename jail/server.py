@@ -60,8 +60,7 @@ def zygote(mountns: bool) -> None:
     lc.prctl(36, ctypes.c_long(1), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))  # CHILD_SUBREAPER
     if mountns:
         try:
-            # Once for the whole server, not per case (a mount namespace per case costs more than the rest of the
-            # confinement); /dev/shm is emptied after every case.
+            # Once for the whole server: a mount namespace per case would cost more than the rest of the confinement.
             applied["mounts"] = jc.private_mounts(os.getpid() == 1, 64, jc.expose_paths())
         except OSError as e:
             fallbacks.append(f"cannot set up the server's private mounts ({e})")
@@ -250,8 +249,7 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
             os.dup2(fin, 0)
             for fd, (_, w) in zip((1, 2, 3), pipes):
                 os.dup2(w, fd)
-            # The job's Landlock rulesets, moved to fds 4, 5 (by way of fds >= 100, so that none
-            # overwrites another) and kept there until the child enforces them.
+            # The job's Landlock rulesets, moved to fds 4, 5 by way of fds >= 100 (none overwrites another).
             keep = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) if fd >= 0 else -1, what)
                     for fd, what in _Z.get("rulesets", [])]
             for k, (fd, _) in enumerate(keep):
@@ -329,8 +327,7 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
             del bufs[r][cap:]
             trunc[r] = True
         os.close(r)
-    # Close the selector now: left to the cyclic GC, its epoll fd would be closed later inside some
-    # forked child, where that number may already belong to a file the child opened.
+    # Closed now: left to the GC, its epoll fd would be closed in some later child, where the number is reused.
     sel.close()
     if pidfd is not None:
         os.close(pidfd)

@@ -141,8 +141,7 @@ def script() -> str:
 def probe(job, execute, entry: str = "solution.py") -> dict[str, dict[str, str]] | None:
     """{top-level function: {input hash: output hash}} of a public-test job's code (sandbox.GradeJob), or None if the
     probe failed; execute(files, stdin) runs `python PROBE` sandboxed among `files` and returns its stdout."""
-    spec = {"entry": entry, "fn_name": job.fn_name,
-            "tests": [{"kind": t.kind, "input": t.input} for t in job.tests]}
+    spec = {"entry": entry, "fn_name": job.fn_name, "tests": [{"kind": t.kind, "input": t.input} for t in job.tests]}
     try:
         got = json.loads(execute({entry: job.code, PROBE: script()}, json.dumps(spec)).rstrip("\n").rsplit("\n", 1)[-1])
     except (ValueError, IndexError):

@@ -53,8 +53,7 @@ def join(lines: list[str]) -> str:
 
 def align(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
     """Line opcodes (tag, i1, i2, j1, j2) as difflib writes them, from an exact LCS of the lines."""
-    # Lines become small ints first: rapidfuzz compares a one-char string by its code point and "" as 0,
-    # so "\x00" and "" would align as equal (found by tests/test_env.py's fuzz test).
+    # Lines as small ints: rapidfuzz takes a one-char string as its code point and "" as 0, so "\x00" == "".
     ids: dict[str, int] = {}
     a, b = [ids.setdefault(s, len(ids)) for s in a], [ids.setdefault(s, len(ids)) for s in b]
     out: list[list] = []

@@ -69,9 +69,12 @@ def _scale(credit) -> float:
     return max((abs(v) for adv in credit.token_adv for v in adv.tolist()), default=0.0)
 
 
-def _value_span(credit, a) -> str:
+def _anchor_cells(credit, a) -> list[str]:
+    """An anchor's row: id, level, kind, path, n, L̄, GS, held by, DiD Δ, the A^D span."""
     ad = credit.anchor_values.get(a.id, [])
-    return f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
+    return [str(a.id), a.level, a.kind, a.path, str(a.n), f"{a.mean_size:.1f}", f"{a.gs:.3f}",
+            ",".join(map(str, credit.holders.get(a.id, []))), f"{credit.contrast.get(a.id, 0.0):+.3f}",
+            f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"]
 
 
 def render_terminal(group: list[Trajectory], credit, console=None) -> None:
@@ -105,10 +108,7 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     for col in ("id", "level", "kind", "path", "n", "L̄", "GS", "held by (x=1)", "DiD Δ", "A^D", "text"):
         table.add_column(col)
     for a in credit.anchors:
-        first = a.text.splitlines()[0][:50] if a.text else ""
-        table.add_row(str(a.id), a.level, a.kind, a.path, str(a.n), f"{a.mean_size:.1f}", f"{a.gs:.3f}",
-                      ",".join(map(str, credit.holders.get(a.id, []))), f"{credit.contrast.get(a.id, 0.0):+.3f}",
-                      _value_span(credit, a), first)
+        table.add_row(*_anchor_cells(credit, a), a.text.splitlines()[0][:50] if a.text else "")
     console.print(table)
     console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
@@ -156,11 +156,8 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
     out.append("<h2>anchors</h2><table><tr><th>id</th><th>level</th><th>kind</th><th>path</th><th>n</th><th>L̄</th>"
                "<th>GS</th><th>held by</th><th>DiD Δ</th><th>A<sup>D</sup></th><th>text</th></tr>")
     for a in credit.anchors:
-        out.append(f"<tr><td>{a.id}</td><td>{a.level}</td><td>{a.kind}</td><td>{html.escape(a.path)}</td>"
-                   f"<td>{a.n}</td><td>{a.mean_size:.1f}</td><td>{a.gs:.3f}</td>"
-                   f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
-                   f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td><td>{_value_span(credit, a)}</td>"
-                   f"<td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in _anchor_cells(credit, a))
+        out.append(f"<tr>{cells}<td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
     post = credit.posterior
     line = verdict_line(post.q, post.escape, post.apart) if post and post.q else ""
     out.append("</table>" + (f"<p>{html.escape(line)}</p>" if line else "") + "</body></html>")
