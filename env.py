@@ -9,14 +9,10 @@ S_t, and the environment answers with public-test feedback. Rewards (DESIGN.md �
     Φ(S) = share of public tests that the entry file of S passes          (c = shaping_coef, p = invalid_penalty)
     R    = 1[all hidden tests pass]  or  share passed                     final reward, Trajectory.reward
 
-Shaping telescopes to c·(Φ(S_T) − Φ(S_0)), so it cannot pay for slowness.
-
-Provenance: `Turn.origin[path][i]` is the char range [a, b) of `Turn.response` that wrote line i of
-`files_after[path]` (exactly its text, or its text after the indent a re-indented SEARCH match added), or None
-when the line was carried over: a new line equal to the old line it aligns with (protocol.lines.carry, an exact
-LCS) keeps its old origin, so re-emitted code never earns diff credit. `Turn.emitted` keeps the range of every
-line the response wrote, re-emissions included (the verdict credits a re-emitted version). Lines as
-protocol.lines.lines_of counts them; CRLF counts as LF. The text protocol itself is protocol/.
+Shaping telescopes to c·(Φ(S_T) − Φ(S_0)), so it cannot pay for slowness. Provenance: `Turn.origin[path][i]` is
+the char range of `Turn.response` that wrote line i of `files_after[path]` (less the indent a re-indented SEARCH
+adds), or None where it was carried over (protocol.lines.carry: re-emitted code keeps its old origin, so it never
+earns diff credit); `Turn.emitted` has the range of every line written, re-emissions included (for the verdict).
 """
 
 from __future__ import annotations
@@ -222,8 +218,7 @@ class Episode:
         if (ok or run and not (finish and not self.cfg.shaping_coef)) and self.task.public_tests and not entry_bad:
             job = self._grade_job(self.task.public_tests, stop=False)
         self.turns.append(Turn(response=response, action=",".join(kinds), applied=edits > 0 and ok == edits,
-                               files_before=before, files_after=dict(self.files), origin=origins,
-                               emitted=emitted))
+                               files_before=before, files_after=dict(self.files), origin=origins, emitted=emitted))
         self._job = job
         self._pending = dict(msgs=msgs, valid=valid, errors=errors, finish=finish, run=run,
                              changed=ok > 0, entry_bad=entry_bad)
@@ -244,8 +239,7 @@ class Episode:
                             "a fenced block: SEARCH/REPLACE markers or the whole file, or a ```diff block), "
                             "or write `run tests` or `finish` alone on a line.")
         parts += st["errors"]
-        phi = self.phi
-        all_pass = False
+        phi, all_pass = self.phi, False
         if verdicts is not None:
             tests = self.task.public_tests
             phi = sum(v.passed for v in verdicts[:len(tests)]) / len(tests)
@@ -283,10 +277,7 @@ class Episode:
         """Final reward R from the final job's verdicts; also stored as self.reward."""
         n = len(self.task.hidden_tests)
         passed = sum(v.passed for v in verdicts[:n])
-        if self.cfg.reward == "binary":
-            self.reward = float(len(verdicts) >= n and passed == n)
-        else:
-            self.reward = passed / n
+        self.reward = float(len(verdicts) >= n and passed == n) if self.cfg.reward == "binary" else passed / n
         self.hack = hacks(self.files[self.task.entry])
         self.done = True
         return self.reward

@@ -114,9 +114,8 @@ def collect(bench: str, items: Iterable[tuple[str, object, Callable]], strict: b
             if task.id in seen:
                 raise ValueError(f"duplicate id {task.id!r} (first at {seen[task.id]})")
         except Exception as e:  # untrusted rows of many shapes: any failure is that row's, named by its location
-            reason = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-            if not isinstance(e, (KeyError, ValueError)):
-                reason = f"{type(e).__name__}: {e}"
+            reason = (f"missing field {e}" if isinstance(e, KeyError) else str(e) if isinstance(e, ValueError)
+                      else f"{type(e).__name__}: {e}")
             if strict:
                 raise ValueError(f"{bench}: {where}: {reason}") from None
             bad.append(f"{where}: {reason[:160]}")
