@@ -1,7 +1,6 @@
 """Tasks: the `Task` and `Test` records every module shares, and our own JSONL task format.
 
     python -c "import tasks; print(len(tasks.load('data/tasks.jsonl')))"       # the shipped task set
-    python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"    # 164, offline
 
 benchmarks/ reads each published benchmark into these records; the row reading they share is here (`read_rows`,
 `collect`: a malformed row is skipped with one `MalformedRowWarning`, or raises with strict=True). `public_tests`

@@ -1,7 +1,6 @@
 """The benchmark registry: load any benchmark by name into `tasks.Task` records.
 
     python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"          # 164, offline
-    python -c "import benchmarks; print(len(benchmarks.load('livecodebench', release='release_v2')))"   # hub
 
 Each benchmark is read in its published format by its own module here (its docstring lists its fields and
 filters); "jsonl" is our own (tasks.load). `path` (a file, a dataset directory or a hub id `owner/name` in the same

@@ -52,6 +52,7 @@ def codeqwen_prompt(task: Task) -> str:
 
 class _StrOnlyUnpickler(pickle.Unpickler):
     """Refuses every global, so a pickle can build plain values but never call anything."""
+
     def find_class(self, module, name):
         raise pickle.UnpicklingError(f"refused to load {module}.{name}: only a plain string is accepted")
 

@@ -1,6 +1,5 @@
 """Command lines from dataclasses: every field a flag, its comment the help, its default shown.
 
-    python eval.py --help
     python -c "import cli, eval; print(cli.parse(['--bench', 'mbpp', '--no-strict'], eval.EvalConfig))"
 
 `parse(argv, *classes, extra=())` -> {field: value} of the flags given (to merge over a config file or presets):

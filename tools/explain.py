@@ -1,7 +1,6 @@
 """Credit for people: a group's tokens coloured by their final advantage, anchors outlined.
 
-    python -m tools.explain runs/default/groups/step_1.jsonl                  # in the terminal
-    python -m tools.explain runs/default/groups/step_1.jsonl --html out.html  # also a standalone HTML page
+    python -m tools.explain runs/default/groups/step_1.jsonl --html out.html  # terminal, and an HTML page
     python -m tools.explain --help                                             # --algo, --baseline, --norm
 
 Reads a saved group (one env.Trajectory JSON per line, as the trainer writes OUT/groups/step_N.jsonl) and renders
