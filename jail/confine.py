@@ -9,6 +9,7 @@ it. Seccomp is BPF by hand: libseccomp's binding is not on PyPI, pyseccomp is un
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -101,10 +102,8 @@ def empty_dir(d: str) -> None:
         if os.path.isdir(p) and not os.path.islink(p):
             shutil.rmtree(p, ignore_errors=True)
         else:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(p)
-            except OSError:
-                pass
 
 
 @functools.cache

@@ -10,6 +10,7 @@ back (one that missed its deadline or died is replaced); "docker" and "fusion": 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -170,27 +171,21 @@ class _Zygote:
         return run
 
     def _send(self, head: dict, body: bytes = b"") -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.write(json.dumps(head).encode() + b"\n" + body)
             self.proc.stdin.flush()
-        except OSError:
-            pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def kill(self) -> None:
         # Killing unshare's group takes PID 1 of the namespace (--kill-child) and everything in it.
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
-            try:
+            with contextlib.suppress(OSError):
                 f.close()
-            except OSError:
-                pass
 
 
 @atexit.register

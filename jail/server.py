@@ -9,6 +9,7 @@ or "exec", "fatal", "done"); `boot(payload)`: one job in docker or SandboxFusion
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import gc
@@ -281,10 +282,8 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
         nonlocal killed
         killed = killed or why
         for target_pid in (-pid, pid):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(target_pid, signal.SIGKILL)
-            except OSError:
-                pass
 
     while status is None:
         left = t0 + wall - time.monotonic()
@@ -311,17 +310,13 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
         if p:
             status = st
     wall_used = time.monotonic() - t0
-    try:
+    with contextlib.suppress(OSError):
         os.kill(-pid, signal.SIGKILL)  # the rest of its process group
-    except OSError:
-        pass
     # Drain what is already written; processes that escaped the group may hold the pipes open.
     for key, _ in sel.select(0):
         if key.fd not in (0, pidfd) and len(bufs[key.fd]) <= cap:
-            try:
+            with contextlib.suppress(OSError):
                 bufs[key.fd] += os.read(key.fd, cap + 1 - len(bufs[key.fd]) or 1)
-            except OSError:
-                pass
     for r, _ in pipes:
         if len(bufs[r]) > cap:
             del bufs[r][cap:]
