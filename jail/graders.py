@@ -94,9 +94,7 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
     name = "__main__" if kind == "stdio" else "solution"  # call/assert: imported, so main blocks don't run
     mod = types.ModuleType(name)
     mod.__file__, mod.__builtins__ = path, builtins
-    sys.modules[name] = mod
-    sys.argv = [path]
-    g = mod.__dict__
+    sys.modules[name], sys.argv, g = mod, [path], mod.__dict__
     rc = 0
     try:
         with open(path, "rb") as f:
@@ -109,8 +107,7 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
             fn = getattr(g["Solution"](), fn_name, None) if isinstance(g.get("Solution"), type) else g.get(fn_name)
             if not callable(fn):
                 raise NameError(f"no function or Solution method named {fn_name!r}")
-            args = [json.loads(s) for s in case["input"].split("\n") if s.strip()]
-            ret = fn(*args)
+            ret = fn(*[json.loads(s) for s in case["input"].split("\n") if s.strip()])
             try:
                 text = json.dumps(ret)
             except (TypeError, ValueError) as e:
@@ -119,8 +116,7 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
             os._exit(flush())
         else:
             exec(code, g)
-            test = compile(case["input"], "<test>", "exec", dont_inherit=True)
-            exec(test, g)
+            exec(compile(case["input"], "<test>", "exec", dont_inherit=True), g)
             put_result({"ok": True})
             os._exit(flush())
     except SystemExit as e:
