@@ -128,10 +128,8 @@ class Episode:
         self.files.setdefault(task.entry, "")
         self.messages = build_messages(task, self.files)
         self.turns: list[Turn] = []
-        self.done = False
+        self.done, self.reward, self.hack = False, 0.0, False
         self.ended = ""  # why it ended: finish | all public tests pass | turn limit reached
-        self.reward = 0.0
-        self.hack = False
         self._job: sandbox.GradeJob | None = None
         self._pending: dict = {}
         self.phi = self._phi0() if self.cfg.shaping_coef else 0.0

@@ -23,9 +23,8 @@ Row = tuple[str, object]  # (where, row): "file.jsonl:12" and the parsed object 
 
 @dataclass
 class Test:
-    """One test case. "stdio": input is stdin, output the expected stdout. "call": input is one JSON positional
-    argument per line, output the JSON of the expected return value of the task's `fn_name` (a function or a
-    `class Solution` method). "assert": input is test code run after the solution; output is ""."""
+    """One test. "stdio": stdin -> expected stdout. "call": one JSON argument per input line -> the JSON return value
+    of the task's `fn_name` (a function or `class Solution` method). "assert": test code run after the solution."""
     kind: str
     input: str
     output: str = ""

@@ -223,12 +223,10 @@ def readable_paths(roots: list[str]) -> list[tuple[str, int]]:
 
 
 def landlock_layers(scratch: str, roots: list[str], carved: list[tuple[str, int]], reads=None) -> list:
-    """The two Landlock rulesets a case child enforces, (fd, what it holds) each; an access must pass both, so
-    together: reads beneath scratch and the carved roots, writes beneath scratch, nothing else. Reads (`reads`,
-    built once per scratch root and reused: its few hundred rules cost ~1.5 ms): the carved roots, the scratch
-    dir's parent (host.scratch_root: scratch dirs only, never the host's temp dir, which may hold a checkout and
-    its venv) and /dev/shm. The job's (~0.1 ms): all beneath scratch and /dev/shm, writes to /dev/null, reads
-    beneath the uncarved roots; no TCP, no outside signals."""
+    """The two rulesets a case child enforces, (fd, what it holds) each; an access must pass both: reads beneath
+    scratch and the carved roots, writes beneath scratch, nothing else. `reads` (the carved roots, the scratch dir's
+    parent host.scratch_root, /dev/shm; ~1.5 ms) is built once per scratch root; the job's (~0.1 ms): all beneath
+    scratch and /dev/shm, writes to /dev/null, reads beneath the uncarved roots; no TCP, no outside signals."""
     parent = os.path.dirname(scratch.rstrip("/"))
     reads = reads or landlock_ruleset([], carved + [(parent, _READ), ("/dev/shm", _READ)], only_reads=True)
     return [reads, landlock_ruleset([scratch, "/dev/shm"], [(r, _READ) for r in roots])]

@@ -85,9 +85,8 @@ def file_docstrings(text: str, lines: list[str]) -> set[int]:
 
 
 def docstring_lines(lines: list[str]) -> set[int]:
-    """Where the docstring of each def/class is among normalized lines ("" for blank): a string-literal line, or
-    lines from an opening triple quote to a closing one with no code after it, right after a def/class header (its
-    brackets closed, ending in ":")."""
+    """Where each def/class docstring is among normalized lines ("" for blank): a string-literal line, or an opening
+    triple quote to a closing one with no code after it, right after a def/class header (brackets closed, ":")."""
     out: set[int] = set()
     k, depth, header, opened = 0, 0, False, False
     while k < len(lines):

@@ -45,9 +45,8 @@ def _segments(turn, values, owner):
 
 
 def verdict_line(verdicts: dict, escape: dict | None = None, apart: dict | None = None) -> str:
-    """A^V's posteriors: q = P(correct) of each function version the group wrote (numbered per function), π̂_f, how
-    often the group's bugs of f pass f's public tests (what a pass is worth), and the pairs of versions that behave
-    apart near f's tests (not both correct)."""
+    """A^V's posteriors: q = P(correct) of each function version the group wrote, π̂_f (how often f's bugs pass its
+    public tests) and the pairs of versions that behave apart near f's tests (not both correct)."""
     seen: dict[str, int] = {}
     terms, name = [], {}
     for u, q in verdicts.items():
