@@ -4,27 +4,19 @@
 
 How a char range becomes a token range (DESIGN.md §3, step 7):
 
-1. `token_offsets(tokenizer, ids)` decodes the sampled ids incrementally, the
-   way streaming detokenizers do: the text that token k adds is
-   decode(ids[p:k+1]) minus decode(ids[p:r]) for a window [p, r) of already
-   final tokens, so decoders that drop a leading space (SentencePiece) or fuse
-   bytes stay exact. C_k = number of final chars after token k; a decode that
-   ends in U+FFFD means token k stopped inside a multi-byte character (byte
-   BPE, byte fallback), whose chars are not final yet. Token k's range is
-   [C_{k-1}, C_k), widened by one char when it ends inside a character: every
-   token that holds bytes of a character covers that character. The result is
-   checked against decode(ids); any mismatch falls back to exact prefix decodes.
-2. `tokens_in_range(offsets, start, end)`: the tokens whose range intersects
-   [start, end). Every char of the range is covered by a returned token, and a
-   token outside it (no byte in the range) is never returned.
-3. `project(traj, regions)`: each token of a turn inside an anchor member's
-   ranges gets that member's A^D; tokens of no member get 0. Regions come
-   best-ranked first and a token keeps the first region that claims it, so a
-   token that straddles two regions is never counted twice. Ranges of one
-   member separated only by whitespace (the newline between two lines) are
-   merged, so those tokens get the member's credit too.
-
-Nothing here imports torch.distributed, vLLM or the sandbox; a tokenizer object is passed in.
+1. `token_offsets(tokenizer, ids)` decodes the sampled ids incrementally, as streaming detokenizers do: the text
+   that token k adds is decode(ids[p:k+1]) minus decode(ids[p:r]) for a window [p, r) of already final tokens,
+   so decoders that drop a leading space (SentencePiece) or fuse bytes stay exact. C_k = number of final chars
+   after token k; a decode ending in U+FFFD means token k stopped inside a multi-byte character (byte BPE, byte
+   fallback), whose chars are not final yet. Token k's range is [C_{k-1}, C_k), widened by one char when it ends
+   inside a character: every token holding bytes of a character covers it. The result is checked against
+   decode(ids); any mismatch falls back to exact prefix decodes.
+2. `tokens_in_range(offsets, start, end)`: the tokens whose range intersects [start, end): every char of the
+   range is covered by a returned token, and a token with no byte in the range is never returned.
+3. `project(traj, regions)`: each token of a turn inside an anchor member's ranges gets that member's A^D, tokens
+   of no member 0. Regions come best-ranked first and a token keeps the first that claims it, so a token that
+   straddles two is never counted twice. A member's ranges separated only by whitespace (the newline between two
+   lines) are merged, so those tokens get its credit too.
 """
 
 from __future__ import annotations
@@ -41,9 +33,6 @@ if TYPE_CHECKING:
 Range = tuple[int, int]
 _BAD = "\ufffd"
 _START, _END = operator.itemgetter(0), operator.itemgetter(1)
-
-
-# --- char ranges of tokens --------------------------------------------------------
 
 
 def _decode(tokenizer, ids: list[int]) -> str:
@@ -88,8 +77,7 @@ def _incremental(decode, ids: list[int], text: str) -> list[Range] | None:
         stable = full.startswith(prefix)
         new = full[len(prefix):] if stable else ""
         if (not stable or new.endswith(_BAD)) and k + 1 < len(ids):
-            # Token k stops inside a character (or a byte-fallback decoder has not settled the
-            # window yet): keep the window, count only the chars that are certainly final.
+            # Token k stops inside a character (or the decoder has not settled): count only the final chars.
             final.append(done + len(new.rstrip(_BAD)))
             partial.append(True)
             continue
@@ -106,10 +94,8 @@ def token_offsets(tokenizer, token_ids: list[int]) -> tuple[str, list[Range]]:
     """(decode(token_ids), char range [start, end) of every token in that text); see the module docstring."""
     ids = list(token_ids)
     text = _decode(tokenizer, ids)
-    # A fast tokenizer's Rust decode costs ~1 µs a call, its Python wrapper ~5 µs: use the
-    # backend when there is one, and the wrapper (then exact prefix decodes) if that disagrees.
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
+    # The Rust backend's decode costs ~1 µs, the Python wrapper's ~5 µs: the wrapper only if the backend disagrees.
+    if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
         out = _incremental(lambda x: backend.decode(x, skip_special_tokens=False), ids, text)
         if out is not None:
             return text, out
@@ -131,9 +117,6 @@ def tokens_in_range(offsets: list[Range], start: int, end: int) -> list[int]:
     return [k for k in range(lo, hi) if offsets[k][0] < end and offsets[k][1] > start]
 
 
-# --- projection ----------------------------------------------------------------------
-
-
 def _merge(ranges: list[Range], text: str) -> list[Range]:
     out: list[list[int]] = []
     for s, e in sorted(ranges):
@@ -145,12 +128,8 @@ def _merge(ranges: list[Range], text: str) -> list[Range]:
 
 
 def project(traj: Trajectory, regions) -> tuple[np.ndarray, np.ndarray]:
-    """Per token of traj: (value, owner) from regions = [(turn index, char ranges, value, owner id), ...].
-
-    Regions are given best first; a token keeps the first region that claims it.
-    Tokens of no region get value 0 and owner -1. Only tokens inside a turn's span
-    can be claimed, so prompt and observation tokens are never touched.
-    """
+    """Per token of traj: (value, owner) from regions = [(turn index, char ranges, value, owner id), ...], best
+    first (module docstring, step 3); value 0 and owner -1 elsewhere. Only a turn's sampled tokens can be claimed."""
     n = len(traj.token_ids)
     values = np.zeros(n, dtype=np.float32)                                       # [T]
     owner = np.full(n, -1, dtype=np.int64)                                        # [T]

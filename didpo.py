@@ -1,4 +1,4 @@
-"""DiDPO (Diff-in-Diff Policy Optimization), its baselines GRPO and GiGPO, and the PPO-clip loss.
+"""DiDPO (Diff-in-Diff Policy Optimization) and its baselines GRPO and GiGPO: token advantages for one task group.
 
     python bench/credit.py          # which estimator puts credit on the right tokens
     python bench/advantage.py       # how long it takes
@@ -18,18 +18,15 @@ turns t = 1..T_i, step rewards r_{i,t} = Turn.reward and final reward R_i = Traj
 
 The default, AdvConfig(), is DiDPO with this project's refinements, each a flag that departs from the paper
 (AdvConfig.paper() turns every one off):
-  1. baseline="ridge" (paper: "group_mean"). A^D_g = β_g, the ridge regression of G_{i,1} on which anchors
-     i holds (`ridge_values`). The paper's mean subtracts the writers' own return: a correct sub-diff in
-     a losing trajectory scores below its bug (DESIGN.md §3 pitfall b). "contrast": β_g with g alone.
+  1. baseline="ridge" (paper: "group_mean"): A^D_g = β_g of the ridge regression of G_{i,1} on the anchors i holds.
+     The paper's mean subtracts the writers' own return: a correct sub-diff in a loser scores below its bug
+     (DESIGN.md §3 pitfall b). "contrast": β_g with g alone.
   2. survive=True: under ridge, i holds g only if every line its member added is in i's final workspace.
-  3. verdict=True: A^V, each function version's posterior of being correct (verdict.py; its switch also
-     runs the behaviour probe). Messy-group accuracy 0.58 → 0.91-1.00 (bench/credit.py).
-  4. eta=1.0 (paper: 0.8): no near-duplicate merging. At 0.8 a lone bug joins its correct twin's
-     cluster: −0.05 to −0.15 accuracy at G = 8 (pitfall a).
+  3. verdict=True: A^V, each function version's posterior of being correct (verdict.py): messy groups 0.58 → 0.91-1.00.
+  4. eta=1.0 (paper: 0.8): at 0.8 a lone bug joins its correct twin's cluster (−0.05 to −0.15 at G = 8, pitfall a).
   5. lift_contrast=True: an anchor that every trajectory holds (no contrast) ranks below any with contrast.
   6. hunk_exclusion=True: a hunk whose statement blocks form groups is no anchor; its blocks are (pitfall a).
-  7. docstring_blind=True: sub-diff texts drop docstrings, which a model words its own way
-     (−verdict variants WF binary G = 8: 0.58 with them, 0.69 without).
+  7. docstring_blind=True: sub-diff texts drop docstrings, worded each its own way (0.58 → 0.69 without verdict).
   8. line_scope=True: a line unit is keyed by its top-level statement, never pooled across functions.
 
 GRPO: A^E only. GiGPO: A^E + λ·A^S on each turn's tokens (step_group_credit). Degenerate groups (one

@@ -3,18 +3,13 @@
     python diffs.py GROUP.jsonl          # list the anchors DiDPO finds in a saved group
 
 1. Whole diff D_{i,t} = diff(S_{i,t-1}, S_{i,t}) of every file, from the file versions, never from the
-   response; a failed edit (`Turn.applied` false) has none. `hunks` groups changes with `context` lines
-   exactly as `difflib.unified_diff` does, over protocol.lines.align (an exact LCS in C++): difflib's matcher
-   and unidiff's parser would each spend most of a paper-size batch's 0.5 s budget (tests check the hunks
-   against both).
-2. Candidates, nested: hunk -> blocks (runs of changed lines cut at top-level statements of the new file,
-   via `ast`; a class body's statements count, so the methods of `class Solution` are blocks) -> lines of
-   at least `min_line_chars` normalized chars. Each has a kind (add | replace), path, normalized text
-   (comments, docstrings, blank lines dropped, whitespace folded, relative indentation kept), size L, its
-   (trajectory, turn), and the response's char ranges that wrote it, read from `Turn.origin`. Deleted
-   lines have no origin: a pure deletion is no candidate; a replacement's deleted half rides with its adds.
-3. Similarity = `rapidfuzz.fuzz.ratio` / 100 = 1 − Indel distance / (|a| + |b|): symmetric, a one-token
-   bug is a tiny difference (η = 0.8 means near duplicate), and bounded by 2·min(|a|,|b|)/(|a|+|b|),
+   response; a failed edit (`Turn.applied` false) has none. `hunks` groups changes as `difflib.unified_diff`
+   does, over protocol.lines.align (difflib's matcher would spend most of a batch's 0.5 s budget).
+2. Candidates, nested: hunk -> blocks (runs of changed lines cut at top-level statements of the new file, the
+   methods of `class Solution` included) -> lines of at least `min_line_chars` normalized chars. Each has a kind
+   (add | replace), path, normalized text (no comments, docstrings or blank lines, whitespace folded), size L, its
+   (trajectory, turn) and the char ranges that wrote it (`Turn.origin`): a pure deletion is no candidate.
+3. Similarity = `rapidfuzz.fuzz.ratio` / 100 = 1 − Indel distance / (|a| + |b|) ≤ 2·min(|a|,|b|)/(|a|+|b|),
    which gives the length band for blocking.
 4. GS = φ(L̄)·ψ(n): saturating (default) φ = 1 − e^{−L/s0}, ψ = 1 − e^{−(n−1)/g0}; log φ = log(1 + L/s0),
    ψ = log(1 + (n−1)/g0); linear φ = L/s0, ψ = (n−1)/g0. A singleton scores 0 under every form.
@@ -53,17 +48,13 @@ ETA = 1.0  # the default η: no near-duplicate merging (didpo.py, departure 4; t
 GS_FORMS = ("saturating", "log", "linear")
 
 
-# --- whole diffs --------------------------------------------------------------
-
-
 def _lines(text: str, memo: dict | None) -> list[str]:
     # S_t is turn t's "after" and turn t+1's "before": split it once; the line strings keep cached hashes.
     if memo is None:
         return lines_of(text)
-    out = memo.get(text)
-    if out is None:
-        out = memo[text] = lines_of(text)
-    return out
+    if text not in memo:
+        memo[text] = lines_of(text)
+    return memo[text]
 
 
 @dataclass(slots=True)
@@ -100,26 +91,16 @@ def hunks(path: str, before: str, after: str, context: int = 3, memo: dict | Non
     return out
 
 
-def _changed(turn) -> list[tuple[str, str, str]]:
-    if not turn.applied:
-        return []  # an edit that failed has an empty diff
-    paths = sorted(set(turn.files_before) | set(turn.files_after))
-    return [(p, turn.files_before.get(p, ""), turn.files_after.get(p, "")) for p in paths
-            if turn.files_before.get(p, "") != turn.files_after.get(p, "")]
-
-
 def turn_hunks(turn, context: int = 3, memo: dict | None = None) -> list[Hunk]:
     """D_{i,t}: the hunks of every file the turn changed; [] if its edit failed (what candidates() reads)."""
-    return [h for p, a, b in _changed(turn) for h in hunks(p, a, b, context, memo)]
-
-
-# --- normalization and statements ----------------------------------------------
+    old, new = turn.files_before, turn.files_after
+    return [h for p in sorted(set(old) | set(new)) if turn.applied and old.get(p, "") != new.get(p, "")
+            for h in hunks(p, old.get(p, ""), new.get(p, ""), context, memo)]
 
 
 def _norm(line: str, memo: dict) -> tuple[int, str]:
     """(indentation width, normalized text) of a line, memoized: the same lines recur across a group."""
-    hit = memo.get(line)
-    if hit is None:
+    if (hit := memo.get(line)) is None:
         n = normalize_line(line)
         hit = memo[line] = (len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip()) if n else 0, n)
     return hit
@@ -137,17 +118,12 @@ def normalize(lines: list[str], memo: dict | None = None) -> tuple[str, int]:
 
 def _starts(line: str) -> bool:
     """Can this line begin a top-level statement or a class member? (a cheap necessary condition)"""
-    if line[:1] not in ("", " ", "\t", "#"):
-        return True
-    s = line.lstrip()
-    return s.startswith(("def ", "async def ", "class ", "@"))
+    return line[:1] not in ("", " ", "\t", "#") or line.lstrip().startswith(("def ", "async def ", "class ", "@"))
 
 
 def statement_ids(text: str) -> list[int]:
-    """Per line (0-based), the id of the top-level statement holding it (class bodies count as top level); -1 between.
-
-    Where the file does not parse, every unindented code line starts a new statement.
-    """
+    """Per line, the id of the top-level statement holding it (class members count), -1 between; where the file
+    does not parse, every unindented code line starts a new statement."""
     lines = lines_of(text)
     ids = [-1] * (len(lines) + 1)
     try:
@@ -178,9 +154,6 @@ def statement_ids(text: str) -> list[int]:
     return ids[: len(lines)]
 
 
-# --- sub-diff candidates -------------------------------------------------------
-
-
 @dataclass(slots=True)
 class SubDiff:
     kind: str                 # add | replace (a pure deletion is no candidate)
@@ -209,23 +182,15 @@ def _blocks(added: list[int], stmt: list[int]) -> list[list[int]]:
         if cur_id is not None and sid != cur_id:
             out.append(cur)
             cur = []
-        cur.extend(pending)
-        pending = []
-        cur.append(no)
-        cur_id = sid
-    cur.extend(pending)
-    if cur:
-        out.append(cur)
-    return out
+        cur += pending + [no]
+        pending, cur_id = [], sid
+    cur += pending
+    return out + [cur] if cur else out
 
 
 def _scope(lines: list[str], n: int) -> str:
     """The header of the top-level statement that holds line n: the nearest unindented code line at or above it."""
-    for k in range(n, -1, -1):
-        s = lines[k]
-        if s[:1] not in ("", " ", "\t", "#"):
-            return s.strip()
-    return ""
+    return next((lines[k].strip() for k in range(n, -1, -1) if lines[k][:1] not in ("", " ", "\t", "#")), "")
 
 
 class _Found:
@@ -238,8 +203,7 @@ class _Found:
         if not text or not any(r is not None for r in ranges):
             return None  # nothing that the response wrote: no tokens could carry its credit
         key = (kind, path, text)
-        old = self.by_key.get(key)
-        if old is None:
+        if (old := self.by_key.get(key)) is None:
             self.by_key[key] = SubDiff(kind, path, level, text, size, self.traj, self.t, list(units), list(ranges),
                                        set(parts))
             return key
@@ -342,12 +306,9 @@ def _hunk_candidates(f: _File, hunk: Hunk, found: _Found, cache: dict, min_line_
 
 def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int = 3,
                _cache: dict | None = None, line_scope: bool = True, docstring_blind: bool = True) -> list[SubDiff]:
-    """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text).
-
-    line_scope: a line's text carries the header of its top-level statement ("return out  @def f(xs):"),
-    so the same line in two functions is two units (a line unit never pools across blocks).
-    docstring_blind: docstring lines are in no unit's text and do not cut a run of changed lines.
-    """
+    """All sub-diff candidates of one turn (hunks, blocks, lines), deduplicated by (kind, path, text). line_scope:
+    a line's text carries its top-level statement's header ("return out  @def f(xs):"), so it never pools across
+    blocks; docstring_blind: docstring lines are in no unit's text and do not cut a run of changed lines."""
     cache = {"stmt": {}, "norm": {}, "lines": {}} if _cache is None else _cache
     found, f = _Found(traj, t), None
     for hunk in turn_hunks(turn, context, cache["lines"]):
@@ -360,9 +321,6 @@ def candidates(turn, traj: int, t: int, min_line_chars: int = 10, context: int =
     return list(found.by_key.values())
 
 
-# --- groupability -------------------------------------------------
-
-
 def groupability(size: float, n: int, s0: float = 8.0, g0: float = 8.0, form: str = "saturating") -> float:
     """GS = φ(L̄)·ψ(n); zero for a singleton."""
     if form == "saturating":
@@ -372,9 +330,6 @@ def groupability(size: float, n: int, s0: float = 8.0, g0: float = 8.0, form: st
     if form == "linear":
         return (size / s0) * ((n - 1) / g0)
     raise ValueError(f"groupability form {form!r}; use one of {', '.join(GS_FORMS)}")
-
-
-# --- anchors ----------------------------------------------------------------------
 
 
 @dataclass
@@ -487,9 +442,8 @@ def find_anchors(group, eta: float = ETA, s0: float = 8.0, g0: float = 8.0, K: i
                  min_line_chars: int = 10, form: str = "saturating", context: int = 3,
                  max_compare: int = 64, line_scope: bool = True, lift_contrast: bool = True,
                  hunk_exclusion: bool = True, docstring_blind: bool = True) -> AnchorResult:
-    """Anchors of one task group (a list of env.Trajectory), selected and cut to be non-overlapping per turn.
-    lift_contrast (step d's rank), hunk_exclusion (step d's hunks) and docstring_blind (candidates) are this
-    project's departures from the paper; off, they give its anchors (didpo.AdvConfig.paper)."""
+    """Anchors of one task group (a list of env.Trajectory), non-overlapping per turn. lift_contrast, hunk_exclusion
+    and docstring_blind are this project's departures; off, they give the paper's anchors (AdvConfig.paper)."""
     cache: dict[str, dict] = {"stmt": {}, "norm": {}, "lines": {}, "doc": {}}  # per text: statements, norm, ...
     cands = [c for i, tr in enumerate(group) for t, turn in enumerate(tr.turns)
              for c in candidates(turn, i, t, min_line_chars, context, cache, line_scope, docstring_blind)]
@@ -604,7 +558,6 @@ def main(argv: list[str]) -> None:
     if len(argv) != 1:
         raise SystemExit("usage: python diffs.py GROUP.jsonl   (one env.Trajectory JSON per line)")
     from env import Trajectory  # lazy: env imports the sandbox
-
     with open(argv[0]) as f:
         group = [Trajectory.from_json(line) for line in f if line.strip()]
     res = find_anchors(group)

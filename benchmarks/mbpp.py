@@ -2,8 +2,7 @@
 
     python -c "import benchmarks; print(len(benchmarks.load('mbpp', 'tests/fixtures/mbpp.jsonl')))"
 
-Fields text|prompt, test_list, test_setup_code|test_imports; filters subset, split. The first assert
-is public: the prompt shows it, as evalplus' MBPP prompt does.
+Fields text|prompt, test_list, test_setup_code|test_imports; filters subset, split. The first assert is public.
 """
 
 from __future__ import annotations
@@ -21,12 +20,9 @@ def _mbpp_task(row: dict) -> Task:
         raise ValueError("test_list must be a non-empty list of assert strings")
     setup = "\n".join(row.get("test_imports") or []) or row.get("test_setup_code") or ""
     tests = [Test("assert", f"{setup}\n{a}\n" if setup else f"{a}\n") for a in asserts]
-    # The first assert shows the function name and signature, as evalplus' MBPP prompt does.
-    prompt = f"{statement}\nYour code should pass this test:\n\n{asserts[0]}\n"
-    return Task(
-        id=text_id(row["task_id"], "task_id"), prompt=prompt, files={"solution.py": ""},
-        public_tests=tests[:1], hidden_tests=tests, meta={"source": "mbpp"},
-    )
+    prompt = f"{statement}\nYour code should pass this test:\n\n{asserts[0]}\n"  # its name and signature
+    return Task(text_id(row["task_id"], "task_id"), prompt, {"solution.py": ""}, public_tests=tests[:1],
+                hidden_tests=tests, meta={"source": "mbpp"})
 
 
 def load(path=None, *, strict=False, subset="full", split="test") -> list[Task]:

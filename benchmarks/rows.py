@@ -2,9 +2,8 @@
 
     python -m pytest tests/test_tasks.py -q
 
-Every loader in benchmarks/ reads `(where, row)` pairs from here and hands them with its converter to
-`tasks.collect`, which skips a malformed row with one warning naming it (or raises, strict=True). The
-field helpers raise ValueError with the field's name, so the warning says what was wrong.
+Loaders read `(where, row)` pairs here and hand them with a converter to `tasks.collect`; the field helpers raise
+ValueError naming the field.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from tasks import Row, read_rows
 def dataset_rows(ds, label: str, split: str) -> Iterator[Row]:
     """Rows of a `datasets` Dataset, or of `split` of a DatasetDict."""
     import datasets
-
     if isinstance(ds, datasets.DatasetDict):
         if split not in ds:
             raise ValueError(f"{label} has splits {', '.join(ds)}, not {split!r}; pass split=")
@@ -48,11 +46,9 @@ def local_rows(path: str | Path, split: str = "test") -> Iterator[Row]:
         return
     if any((path / m).exists() for m in ("dataset_info.json", "dataset_dict.json", "state.json")):
         import datasets  # a `save_to_disk` directory
-
         yield from dataset_rows(datasets.load_from_disk(str(path)), str(path), split)
         return
-    files = sorted(p for p in path.iterdir() if re.search(r"\.(jsonl|json|jsonl\.gz|parquet)$", p.name))
-    if not files:
+    if not (files := sorted(p for p in path.iterdir() if re.search(r"\.(jsonl|json|jsonl\.gz|parquet)$", p.name))):
         raise FileNotFoundError(f"{path} holds no .jsonl/.json/.parquet file and is not a saved dataset")
     for p in files:
         yield from read_rows(p)
@@ -60,14 +56,11 @@ def local_rows(path: str | Path, split: str = "test") -> Iterator[Row]:
 
 def hub_rows(label: str, *args, split: str = "test", **kwargs) -> Iterator[Row]:
     import datasets
-
     try:
         ds = datasets.load_dataset(*args, split=split, **kwargs)
     except Exception as e:  # network, auth, missing file: all mean "use a local copy"
-        raise ValueError(
-            f"could not load {label} from the Hugging Face hub ({type(e).__name__}: {str(e)[:200]}); "
-            "pass path= (eval.py --path) to a local copy"
-        ) from None
+        raise ValueError(f"could not load {label} from the Hugging Face hub ({type(e).__name__}: {str(e)[:200]}); "
+                         "pass path= (eval.py --path) to a local copy") from None
     yield from dataset_rows(ds, label, split)
 
 

@@ -1,20 +1,11 @@
 """Command lines from dataclasses: every field a flag, its comment the help, its default shown.
 
-    python eval.py --help
     python -c "import cli, eval; print(cli.parse(['--bench', 'mbpp', '--no-strict'], eval.EvalConfig))"
 
-`parse(argv, *classes, extra=())` -> {field: value} for the flags given on the command line; absent
-flags are left out, so a caller can merge them over a config file or presets, then build its config
-with `Cls(**values)`. Each field becomes --field-name (underscores as dashes). Its help is the field's
-trailing comment in the class source (with the comment-only lines aligned under it), then its default.
-Types: str, int, float, bool (--x / --no-x, so a default True can be turned off), `X | None`, and
-list[int] / list[float] / list[str] (comma-separated: --k 1,5). Fields of other types (a dict) are not
-flags. `extra` adds plain argparse options: (flag, kwargs) pairs. Bad input is one line on stderr,
-`error: ...` (an unknown flag names the closest one), and exit code 2.
-
-`read_file(path, cls)`: {field: value} from a YAML or TOML file of `cls` fields, for the caller to merge
-under the command-line flags; a missing file, a syntax error or an unknown field is one ValueError line.
-`git_revision()`: the commit of this checkout (`git rev-parse HEAD`), or "unknown"; run logs record it.
+`parse(argv, *classes, extra=())` -> {field: value} of the flags given (to merge over a config file or presets):
+field x_y is --x-y, its help its trailing comment; str, int, float, bool (--x / --no-x), `X | None`, comma-separated
+lists. Bad input: one `error: ...` line naming the closest flag, exit code 2. `read_file(path, cls)`: the fields of
+a YAML or TOML file. `git_revision()`: this checkout's commit, or "unknown".
 """
 
 from __future__ import annotations
@@ -112,8 +103,7 @@ def parser(*classes, extra=(), description: str | None = None) -> argparse.Argum
     for cls in classes:
         hints, comments = typing.get_type_hints(cls), field_comments(cls)
         for f in dataclasses.fields(cls):
-            kind = _kind(hints[f.name])
-            if kind is None:
+            if (kind := _kind(hints[f.name])) is None:
                 continue
             scalar, optional, many = kind
             flag, default = "--" + f.name.replace("_", "-"), _default(f)
@@ -154,11 +144,9 @@ def read_file(path: str | Path, cls) -> dict:
     try:
         if path.suffix == ".toml":
             import tomllib
-
             values = tomllib.loads(path.read_text())
         else:
             import yaml
-
             values = yaml.safe_load(path.read_text()) or {}
     except Exception as e:  # noqa: BLE001 - any parse error becomes one line
         raise ValueError(f"config file {path} does not parse ({type(e).__name__}); fix its syntax") from None

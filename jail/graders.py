@@ -2,12 +2,8 @@
 
     python -m pytest tests/test_sandbox.py -q -k "stdio or call or exit or syntax"
 
-`judge_case(case, path, fn_name)` runs in the confined child (server.py forked it): "stdio" runs the
-file as __main__ with the test's stdin; "call" imports it as module "solution" (after LeetCode's usual
-imports), calls the `class Solution` method or top-level function `fn_name` with one JSON argument per
-input line and writes the JSON of the result on fd 3; "assert" runs the test code after the solution in
-its namespace and writes {"ok": true} on fd 3 when it ran to its end. The host (sandbox.py) turns the
-records into verdicts; `stdio_mismatch` is LiveCodeBench's stdio rule, shared by both sides.
+`judge_case(case, path, fn_name)`, in the confined child: stdio runs the file as __main__; call imports it as
+"solution" and writes fn_name's JSON result on fd 3; assert runs the test in its namespace and writes {"ok": true}.
 """
 
 from __future__ import annotations
@@ -18,6 +14,11 @@ import sys
 
 from jail import ROOT
 
+JUDGE_CALL_PRELUDE = "".join(f"from {m} import *\n" for m in (
+    "typing", "collections", "heapq", "bisect", "itertools", "functools", "math")) + (
+    "import collections, heapq, bisect, itertools, functools, math, string, re\n")
+_KEEP: list = []
+
 
 def write_all(fd: int, data: bytes) -> None:
     while data:
@@ -27,7 +28,6 @@ def write_all(fd: int, data: bytes) -> None:
 def stdio_mismatch(got: str, want: str) -> str | None:
     """LiveCodeBench's stdio rule; None when outputs agree, else a short reason."""
     from decimal import Decimal
-
     g = [s.strip() for s in got.strip().split("\n")]
     w = [s.strip() for s in want.strip().split("\n")]
     if len(g) != len(w):
@@ -55,22 +55,11 @@ def error_detail(rec: dict) -> str:
     return (f"exit code {rec['rc']}" + (f": {lines[-1].strip()}" if lines else ""))[:300]
 
 
-JUDGE_CALL_PRELUDE = "".join(f"from {m} import *\n" for m in (
-    "typing", "collections", "heapq", "bisect", "itertools", "functools", "math")) + (
-    "import collections, heapq, bisect, itertools, functools, math, string, re\n")
-
-
-_KEEP: list = []
-
-
 def fresh_stdio() -> None:
     import io
-
-    # What a freshly started interpreter would have on these descriptors (UTF-8 locale, not a tty).
-    # The old stream objects are kept alive: collecting them would close fds 0-2 under the new ones.
+    # A fresh interpreter's streams (UTF-8, not a tty); the old ones kept alive: collecting them would close fds 0-2.
     _KEEP.append((sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__))
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
-                                                 encoding="utf-8")
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
                                                    encoding="utf-8")
     sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
@@ -99,16 +88,13 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
     import builtins
     import traceback
     import types
-
     fresh_stdio()
     sys.path[:] = [os.path.dirname(path)] + [p for p in sys.path if p != ROOT]
     kind = case["kind"]
     name = "__main__" if kind == "stdio" else "solution"  # call/assert: imported, so main blocks don't run
     mod = types.ModuleType(name)
     mod.__file__, mod.__builtins__ = path, builtins
-    sys.modules[name] = mod
-    sys.argv = [path]
-    g = mod.__dict__
+    sys.modules[name], sys.argv, g = mod, [path], mod.__dict__
     rc = 0
     try:
         with open(path, "rb") as f:
@@ -118,14 +104,10 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
         elif kind == "call":
             exec(JUDGE_CALL_PRELUDE, g)
             exec(code, g)
-            if isinstance(g.get("Solution"), type):
-                fn = getattr(g["Solution"](), fn_name, None)
-            else:
-                fn = g.get(fn_name)
+            fn = getattr(g["Solution"](), fn_name, None) if isinstance(g.get("Solution"), type) else g.get(fn_name)
             if not callable(fn):
                 raise NameError(f"no function or Solution method named {fn_name!r}")
-            args = [json.loads(s) for s in case["input"].split("\n") if s.strip()]
-            ret = fn(*args)
+            ret = fn(*[json.loads(s) for s in case["input"].split("\n") if s.strip()])
             try:
                 text = json.dumps(ret)
             except (TypeError, ValueError) as e:
@@ -134,8 +116,7 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
             os._exit(flush())
         else:
             exec(code, g)
-            test = compile(case["input"], "<test>", "exec", dont_inherit=True)
-            exec(test, g)
+            exec(compile(case["input"], "<test>", "exec", dont_inherit=True), g)
             put_result({"ok": True})
             os._exit(flush())
     except SystemExit as e:
@@ -155,7 +136,6 @@ def judge_case(case: dict, path: str, fn_name: str | None) -> None:
     try:  # what interpreter shutdown does: join threads, run atexit handlers
         import atexit
         import threading
-
         threading._shutdown()
         atexit._run_exitfuncs()
     except BaseException:

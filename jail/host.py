@@ -2,28 +2,39 @@
 
     python -m pytest tests/test_sandbox.py -q
 
-`launch(files, job, lim, backend, deadline, on_record)` runs one job (sandbox.py builds it) and returns
-a `Run`: the records, what confinement held (`isolation`, `fallbacks`), a fatal setup error if any.
-Backend "local": each worker thread takes an idle fork server from the pool (`_Zygote`, started once:
-unshare(1) into network, pid and mount namespaces, then `server.zygote`) and gives it back after the
-job; a server that missed its deadline or died is killed and replaced. "docker" and "fusion" hand the
-job to remote.py. `on_record(rec)` returning False stops the job early (the host's first failure).
+`launch(files, job, lim, backend, deadline, on_record)` runs one job and returns a `Run` (records, what held, a
+fatal error); `on_record` returning False stops it. "local" takes an idle fork server from the pool and gives it
+back (one that missed its deadline or died is replaced); "docker" and "fusion": remote.py.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import json
 import os
+import select
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from jail import ROOT
 from jail.remote import docker_run, fusion_run
 from jail.server import run_env
+
+_WARNED: set[str] = set()
+_UID_COUNTER = iter(range(1 << 62))
+_ZYGOTES: list[_Zygote] = []  # idle fork servers
+_ZLOCK = threading.Lock()
+_SCRATCH: list[str] = []
+_SCRATCH_LOCK = threading.Lock()
 
 
 @dataclass
@@ -37,42 +48,28 @@ class Run:
     wall_s: float = 0.0
 
 
-_WARNED: set[str] = set()
-_UID_COUNTER = iter(range(1 << 62))
-
-
 def _warn_once(msg: str) -> None:
     if msg not in _WARNED:
         _WARNED.add(msg)
-        import warnings
-
         warnings.warn(f"sandbox: {msg}", RuntimeWarning, stacklevel=3)
 
 
+@functools.cache
 def _probe_unshare() -> tuple[list[str], list[str]]:
     """The unshare flags this machine allows (probed once), and what is missing."""
-    global _UNSHARE
-    if _UNSHARE is None:
-        import shutil
-        import subprocess
-
-        exe = shutil.which("unshare")
-        flags: list[str] = []
-        missing: list[str] = []
-        base = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-        for f in ("--net", "--pid", "--mount"):
-            ok = exe and subprocess.run([exe, *base, f, "--fork", "true"], capture_output=True).returncode == 0
-            (flags if ok else missing).append(f)
-        if exe and flags and base:
-            flags = base + flags
-        names = {"--net": "network namespace", "--pid": "pid namespace", "--mount": "mount namespace"}
-        _UNSHARE = ([exe, *flags, "--fork", "--kill-child"] if exe and flags else [],
-                    [f"unshare(1) cannot make a {names[f]} for the fork server" for f in missing] if exe else
-                    ["unshare(1) not found: the fork server shares the host's network, pid and mount namespaces"])
-    return _UNSHARE
-
-
-_UNSHARE: tuple[list[str], list[str]] | None = None
+    exe = shutil.which("unshare")
+    flags: list[str] = []
+    missing: list[str] = []
+    base = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    for f in ("--net", "--pid", "--mount"):
+        ok = exe and subprocess.run([exe, *base, f, "--fork", "true"], capture_output=True).returncode == 0
+        (flags if ok else missing).append(f)
+    if exe and flags and base:
+        flags = base + flags
+    names = {"--net": "network namespace", "--pid": "pid namespace", "--mount": "mount namespace"}
+    return ([exe, *flags, "--fork", "--kill-child"] if exe and flags else [],
+            [f"unshare(1) cannot make a {names[f]} for the fork server" for f in missing] if exe else
+            ["unshare(1) not found: the fork server shares the host's network, pid and mount namespaces"])
 
 
 def launch(files: dict, job: dict, lim: dict, backend: str, deadline: float, on_record=None) -> Run:
@@ -110,13 +107,10 @@ def _take_record(run: Run, rec: dict, on_record) -> bool:
 
 
 class _Zygote:
-    """A fork server: one root process in its own network, pid and mount namespaces, started once
-    per worker, that forks a fresh confined sandbox for every job (saves ~60 ms of interpreter
-    start, imports and namespace setup per program)."""
+    """A fork server (server.zygote) in its own namespaces, started once per worker: a job costs a fork, not the
+    ~60 ms of interpreter start, imports and namespace setup."""
 
     def __init__(self):
-        import subprocess
-
         prefix, self.missing = _probe_unshare()
         mountns = "--mount" in prefix
         boot = f"import sys; sys.path.insert(0, {ROOT!r}); from jail import server; server.zygote({mountns})"
@@ -129,8 +123,6 @@ class _Zygote:
             raise RuntimeError("sandbox: the local fork server did not start (its error is printed above)")
 
     def _read_until(self, pred, deadline, each=None):
-        import select
-
         fd = self.proc.stdout.fileno()
         while True:
             while b"\n" in self.buf:
@@ -146,8 +138,7 @@ class _Zygote:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 return None
-            data = os.read(fd, 1 << 16)
-            if not data:
+            if not (data := os.read(fd, 1 << 16)):
                 return None
             self.buf += data
 
@@ -180,31 +171,21 @@ class _Zygote:
         return run
 
     def _send(self, head: dict, body: bytes = b"") -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.write(json.dumps(head).encode() + b"\n" + body)
             self.proc.stdin.flush()
-        except OSError:
-            pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def kill(self) -> None:
         # Killing unshare's group takes PID 1 of the namespace (--kill-child) and everything in it.
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
-            try:
+            with contextlib.suppress(OSError):
                 f.close()
-            except OSError:
-                pass
-
-
-_ZYGOTES: list[_Zygote] = []  # idle fork servers
-_ZLOCK = threading.Lock()
 
 
 @atexit.register
@@ -223,17 +204,9 @@ def _forget_zygotes() -> None:
 os.register_at_fork(after_in_child=_forget_zygotes)
 
 
-_SCRATCH: list[str] = []
-_SCRATCH_LOCK = threading.Lock()
-
-
 def scratch_root() -> str:
-    """This process's directory of sandbox scratch dirs, and nothing else: the Landlock reads layer grants it
-    whole (built once per server), each job's layer only its own scratch (confine.landlock_layers). The host's
-    temp dir itself may hold a checkout or a venv, so it is never granted."""
-    import shutil
-    import tempfile
-
+    """This process's directory of scratch dirs only, which Landlock's reads layer grants whole: the temp dir itself
+    may hold a checkout or a venv, so it is never granted."""
     with _SCRATCH_LOCK:
         if not _SCRATCH or not os.path.isdir(_SCRATCH[0]):
             d = tempfile.mkdtemp(prefix="didpo-scratch-")
@@ -245,15 +218,11 @@ def scratch_root() -> str:
 
 
 def _launch_local(files, job, lim: dict, deadline: float, on_record) -> Run:
-    import shutil
-    import tempfile
-
     with _ZLOCK:
         z = _ZYGOTES.pop() if _ZYGOTES else None
     z = z if z and z.alive() else _Zygote()
     root = os.geteuid() == 0
-    # A uid of its own per execution: RLIMIT_NPROC counts per uid, and without a pid namespace the
-    # leftovers are found by uid. Unique among live processes: pid * 1024 + a per-process counter.
+    # A uid per execution (RLIMIT_NPROC counts per uid; leftovers are found by uid), unique among live processes.
     uid = 1_000_000 + (os.getpid() % (1 << 20)) * 1024 + next(_UID_COUNTER) % 1024 if root else 0
     scratch = tempfile.mkdtemp(prefix="didpo-sbx-", dir=scratch_root())
     try:

@@ -2,45 +2,18 @@
 
     python -m pytest tests/test_sandbox.py -q -k lcb
 
-`lcb_child(path, job, timeout)` runs all tests of one program in one process, as LCB's run_test does,
-and writes one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's
-codes). Mode "lcb" makes numbers comparable with published LiveCodeBench results; mode "judge" (the
-default for training) has a real judge's plain-process semantics. The differences, all deliberate:
-  * prelude: lcb prepends LCB's import block (string, re, datetime, collections, heapq, bisect, copy,
-    math, random, statistics, itertools, functools, operator, io, sys, json, typing, star-imported
-    and as modules) and `sys.setrecursionlimit(50000)`; judge runs stdio programs as written (limit
-    1000) and prepends only LeetCode's usual imports (typing, collections, heapq, ...) to call tests.
-  * int->str digit limit: lcb raises it to 50000 (sys.set_int_max_str_digits), judge keeps 4300.
-  * stdio programs: lcb unwraps a final `if __name__ == "__main__":`, moves everything but the
-    imports into a function and calls it once per test in one process (globals persist across
-    tests); judge runs the file as __main__ in a fresh forked process per test.
-  * stdin/stdout: lcb patches sys.stdin with LCB's mock (read() returns the whole input, readlines()
-    drops newlines, stdin.buffer.readline() always returns the first line, `for line in sys.stdin`
-    fails: the mock is not iterable) and captures only
-    sys.stdout (os.write(1, ...) is lost, sys.stdout.buffer fails). It also patches builtins.open,
-    but LCB's prelude `from builtins import *` has already bound the real open, so open(0).read()
-    reads the real, empty stdin. judge gives the process real file descriptors.
-  * exits: lcb swallows SystemExit in stdio programs (output so far is compared) and disables quit
-    (quit() raises TypeError), plus LCB's reliability_guard (os.kill, os.fork, subprocess.Popen,
-    os.getcwd, shutil.rmtree, ... set to None); judge: an exit code != 0 is a runtime error.
-  * call results: lcb compares with plain == after turning only a top-level tuple into a list (a
-    nested tuple never equals the JSON list); judge compares the JSON round trip, so nested tuples
-    equal lists, and a non-JSON result (a set) is an error.
-  * time: lcb arms a per-test SIGALRM (wall_s, a float; LCB uses whole seconds) that raises
-    TimeoutException inside the program, plus LCB's global timeout of (wall_s + 1) * tests + 5 s;
-    judge kills the process per test at wall_s wall or cpu_s CPU.
-  * lcb stops at the first failing test as LCB does, unless stop_on_first_failure=False (then it
-    goes on; the pass/fail of the program is unchanged, the per-test fraction becomes meaningful).
-  * both modes add our limits (memory, processes, files, output) that LCB does not have. LCB's
-    process has numpy imported before its guard; lcb mode preloads it when the source mentions
-    numpy, scipy or pandas (importing it after the guard fails).
-Checked against LCB's own run_test (tests/test_sandbox.py, GOLDEN): lcb mode agrees on all 45
-tricky programs there, judge mode differs on 16 of them. The loopholes both share with the benchmarks'
-own harnesses, and how mode "strict" closes them: sandbox.py's docstring (Modes) and jail/strict.py.
+`lcb_child(path, job, timeout)` runs all tests of one program in one process, as LCB's run_test does, and writes
+one record per test on fd 3 ({"k": i, "lcb": True | -1 | -2 | -3 | -4, "msg": ...}, LCB's codes), so numbers
+compare with published results. It departs from judge mode as LCB does: LCB's imports and recursion limit, stdio
+programs wrapped in a function called once per test in one process (SystemExit swallowed), LCB's mocks of stdin,
+stdout and open, its reliability_guard, plain == on call results (a top-level tuple made a list), a per-test
+SIGALRM and LCB's global timeout, numpy preloaded where the source names it. tests/test_sandbox.py's GOLDEN:
+it agrees with LCB's own run_test on all 45 tricky programs there, judge mode differs on 16.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
@@ -48,17 +21,13 @@ import sys
 
 from jail.graders import stdio_mismatch, write_all
 
-_LCB_IMPORTS = "".join(f"from {m} import *\n" for m in (
-    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
-    "itertools", "functools", "operator", "io", "sys", "json", "builtins", "typing")) + "".join(
-    f"import {m}\n" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
-                              "random", "statistics", "itertools", "functools", "operator", "io", "sys", "json")
-) + "sys.setrecursionlimit(50000)\n"
+_LCB_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
+                "itertools", "functools", "operator", "io", "sys", "json")
+_LCB_IMPORTS = ("".join(f"from {m} import *\n" for m in (*_LCB_MODULES, "builtins", "typing"))
+                + "".join(f"import {m}\n" for m in _LCB_MODULES) + "sys.setrecursionlimit(50000)\n")
 
 
 def _lcb_unwrap_main(code: str) -> str:
-    import ast
-
     try:
         tree = ast.parse(code)
         last = tree.body[-1]
@@ -71,8 +40,6 @@ def _lcb_unwrap_main(code: str) -> str:
 
 def _lcb_wrap(code: str) -> str:
     """Imports stay at module level, everything else becomes the body of wrapped_function()."""
-    import ast
-
     try:
         tree = ast.parse(code)
         imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
@@ -90,7 +57,6 @@ def _lcb_guard() -> None:
     import faulthandler
     import shutil
     import subprocess
-
     faulthandler.disable()
     builtins.quit = None
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -112,13 +78,11 @@ def lcb_child(path: str, job: dict, timeout: float) -> None:
     from io import StringIO
     from types import ModuleType
     from unittest.mock import mock_open, patch
-
     cases, stop = job["cases"], job["stop"]
     with open(path, encoding="utf-8", errors="replace") as f:
         src = f.read()
     if any(m in src for m in ("numpy", "scipy", "pandas")):
-        # LCB's process imported numpy (testing_util does) before its guard; importing it afterwards
-        # fails. Preloading it for every program would cost ~130 ms, so only where it can matter.
+        # LCB's process imported numpy before its guard (importing it after fails); ~130 ms, so only where it matters.
         try:
             import numpy  # noqa: F401
         except ImportError:
@@ -154,8 +118,7 @@ def lcb_child(path: str, job: dict, timeout: float) -> None:
             sol = mod.Solution() if "class Solution" in code else mod
         finally:
             alarm(0)
-        method = getattr(sol, job["fn_name"] if call else "wrapped_function", None)
-        if method is None:
+        if (method := getattr(sol, job["fn_name"] if call else "wrapped_function", None)) is None:
             raise TypeError("cannot unpack non-iterable NoneType object")  # what LCB's run_test reports
         if call:
             inputs = [[json.loads(s) for s in c["input"].split("\n")] for c in cases]

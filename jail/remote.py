@@ -2,18 +2,17 @@
 
     python -m pytest tests/test_sandbox.py -q -k "docker or fusion"
 
-Both ship the jail's sandbox-side code with the job and run `server.boot` there: the container (or
-the SandboxFusion server) isolates, our code limits and grades, so the graders are the same as local.
-docker: one container per call, --network none, memory and pids limits, read-only root, tmpfs
-scratch, uid 65534, no capabilities. fusion: SandboxFusion's /run_code at SANDBOX_FUSION_URL, or the
-URL in backend="fusion:http://host:port". Each returns (stdout lines, stderr tail, timed_out).
+Both ship the jail with the job and run `server.boot`: the container isolates, our code limits and grades.
 """
 
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
+import shutil
+import tempfile
 
 from jail import ROOT
 from jail.server import run_env
@@ -42,12 +41,8 @@ def docker_kwargs(payload_dir: str, lim: dict, image: str = DOCKER_IMAGE) -> dic
 
 
 def docker_run(payload: dict, lim: dict, deadline: float) -> tuple[list[bytes], str, bool]:
-    import shutil
-    import tempfile
-
     try:
         import docker
-
         client = docker.from_env()
         client.ping()
     except Exception as e:
@@ -79,8 +74,6 @@ def docker_run(payload: dict, lim: dict, deadline: float) -> tuple[list[bytes], 
 
 def fusion_request(payload: dict, deadline: float) -> dict:
     """SandboxFusion's RunCodeRequest: a boot line as the python program, the jail and the payload as files."""
-    import base64
-
     boot = "import os, sys\nsys.path.insert(0, os.getcwd())\nfrom jail import server\nserver.boot('payload.json')\n"
     files = dict(shipped_files(), **{"payload.json": json.dumps(payload).encode()})
     return {"code": boot, "language": "python", "stdin": "", "run_timeout": deadline, "compile_timeout": 10,
@@ -90,11 +83,9 @@ def fusion_request(payload: dict, deadline: float) -> dict:
 
 def fusion_run(payload: dict, lim: dict, deadline: float, backend: str) -> tuple[list[bytes], str, bool]:
     import requests
-
     url = backend.split(":", 1)[1] if ":" in backend else os.environ.get("SANDBOX_FUSION_URL", "http://localhost:8080")
     try:
-        r = requests.post(url.rstrip("/") + "/run_code", json=fusion_request(payload, deadline),
-                          timeout=deadline + 30)
+        r = requests.post(url.rstrip("/") + "/run_code", json=fusion_request(payload, deadline), timeout=deadline + 30)
         r.raise_for_status()
         resp = r.json()
     except Exception as e:

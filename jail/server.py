@@ -2,20 +2,22 @@
 
     python -m pytest tests/test_sandbox.py -q
 
-`zygote(mountns)` is the local fork server (PID 1 of its namespaces, started by host.py): it sets up
-once, then reads jobs from stdin and streams JSON records on stdout. `boot(payload)` is the same loop
-for one job inside a docker container or a SandboxFusion run. Per test case `_case` forks a child that
-confines itself (confine.py), then runs the grader (graders.py, strict.py or lcb.py); `_run_child`
-enforces the wall clock and output caps. Records: {"t": "iso"} (what confinement held), one
-{"t": "case", "k": i, ...} per test (or {"t": "exec"}), {"t": "fatal"} on a setup error, {"t": "done"}.
-Nothing here reads a file that untrusted code could touch while we are root: each case child
-confines itself first, then reads the solution.
+`zygote(mountns)`: the local fork server, jobs on stdin, JSON records on stdout ({"t": "iso"}, then "case" per test
+or "exec", "fatal", "done"); `boot(payload)`: one job in docker or SandboxFusion. Per case a child confines itself
+(confine.py) before it runs the grader; nothing here reads a file untrusted code could touch while we are root.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
+import gc
+import importlib
 import json
+import math
 import os
+import selectors
 import signal
 import time
 
@@ -54,22 +56,14 @@ def boot(payload_path: str, report_fd: int = 1) -> None:
 
 def zygote(mountns: bool) -> None:
     """The local fork server, PID 1 of its pid namespace: set up once, then serve jobs from stdin."""
-    import ctypes
-
     applied = {"backend": "local", "net": "network namespace" if jc.netns_is_empty() else "none (host network)"}
     fallbacks: list = []
     lc = jc.libc()
     lc.prctl(36, ctypes.c_long(1), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))  # CHILD_SUBREAPER
     if mountns:
         try:
-            hidden = jc.expose_paths()
-            # Mounted once for the whole server, not per case (a mount namespace per case costs more
-            # than the rest of the confinement): /proc shows only this server's pid namespace, and
-            # /dev/shm is emptied after every case.
-            if os.getpid() == 1:
-                jc.mount("proc", "/proc", "proc", jc.MS_NOSUID | jc.MS_NODEV | jc.MS_NOEXEC)
-            jc.mount("tmpfs", "/dev/shm", "tmpfs", jc.MS_NOSUID | jc.MS_NODEV, "mode=1777,size=64m")
-            applied["mounts"] = ("private /proc, " if os.getpid() == 1 else "") + "private /dev/shm" + hidden
+            # Once for the whole server: a mount namespace per case would cost more than the rest of the confinement.
+            applied["mounts"] = jc.private_mounts(os.getpid() == 1, 64, jc.expose_paths())
         except OSError as e:
             fallbacks.append(f"cannot set up the server's private mounts ({e})")
             mountns = False
@@ -77,16 +71,11 @@ def zygote(mountns: bool) -> None:
               reachable=jc.reachable_by_others(), own_pidns=os.open("/proc/self/ns/pid", os.O_RDONLY),
               roots=jc.read_roots(), reads={})
     _Z["carved"] = jc.readable_paths(_Z["roots"])
-    # Everything a case needs, imported once here and inherited by every fork.
-    import atexit  # noqa: E401, F401
-    import bisect  # noqa: E401, F401
-    import decimal  # noqa: E401, F401
-    import faulthandler  # noqa: E401, F401
-    import unittest.mock  # noqa: E401, F401  (lcb mode's patch of stdin: 25-50 ms to import, per case otherwise)
-
+    # Everything a case needs, imported once here and inherited by every fork (unittest.mock: lcb mode's patch of
+    # stdin, 25-50 ms to import, per case otherwise).
+    for m in ("atexit", "bisect", "decimal", "faulthandler", "unittest.mock"):
+        importlib.import_module(m)
     jc.seccomp_prog()
-    import gc
-
     gc.freeze()  # the server's objects: never traversed by a child's GC, so their pages stay shared
     _emit(1, {"t": "ready"})
     while True:
@@ -124,8 +113,7 @@ def _next_job() -> dict:
 
 
 def _fill_inbuf() -> None:
-    data = os.read(0, 1 << 20)
-    if not data:  # the host is gone: so are we, and our namespace with us
+    if not (data := os.read(0, 1 << 20)):  # the host is gone: so are we, and our namespace with us
         os._exit(0)
     _Z["inbuf"] += data
 
@@ -188,9 +176,7 @@ def _serve(cfg: dict, emit) -> None:
         strict = job["mode"] == "strict" and c["kind"] != "stdio"  # stdio: stdout and exit code are the verdict
         rec = case(lambda: (strict_case if strict else judge_case)(c, path, job.get("fn_name")),  # noqa: B023
                    c["input"].encode() if c["kind"] == "stdio" else b"", lim["wall_s"], lim["cpu_s"])
-        if not rec:
-            return
-        if _Z.get("stopped"):
+        if not rec or _Z.get("stopped"):
             return
         lines = [d for d in rec.pop("res_lines") if "iso" not in d]
         res = lines[-1] if lines else {}
@@ -251,9 +237,6 @@ def _case(cfg: dict, run, stdin: bytes, wall: float, cpu: float) -> dict:
 
 def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_host: bool = False) -> dict:
     """Fork `target` with stdin, stdout, stderr and a result pipe on fd 3; enforce wall clock and output caps."""
-    import math
-    import selectors
-
     fin = os.memfd_create("stdin")
     write_all(fin, stdin)
     os.lseek(fin, 0, 0)
@@ -266,10 +249,7 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
             os.dup2(fin, 0)
             for fd, (_, w) in zip((1, 2, 3), pipes):
                 os.dup2(w, fd)
-            import fcntl
-
-            # The job's Landlock rulesets, moved to fds 4, 5 (by way of fds >= 100, so that none
-            # overwrites another) and kept there until the child enforces them.
+            # The job's Landlock rulesets, moved to fds 4, 5 by way of fds >= 100 (none overwrites another).
             keep = [(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) if fd >= 0 else -1, what)
                     for fd, what in _Z.get("rulesets", [])]
             for k, (fd, _) in enumerate(keep):
@@ -301,10 +281,8 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
         nonlocal killed
         killed = killed or why
         for target_pid in (-pid, pid):
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(target_pid, signal.SIGKILL)
-            except OSError:
-                pass
 
     while status is None:
         left = t0 + wall - time.monotonic()
@@ -318,8 +296,7 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
                 if _check_stop():
                     kill("stop")
                 continue
-            data = os.read(key.fd, 1 << 16)
-            if not data:
+            if not (data := os.read(key.fd, 1 << 16)):
                 sel.unregister(key.fd)
                 continue
             b = bufs[key.fd]
@@ -332,24 +309,19 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
         if p:
             status = st
     wall_used = time.monotonic() - t0
-    try:
+    with contextlib.suppress(OSError):
         os.kill(-pid, signal.SIGKILL)  # the rest of its process group
-    except OSError:
-        pass
     # Drain what is already written; processes that escaped the group may hold the pipes open.
     for key, _ in sel.select(0):
         if key.fd not in (0, pidfd) and len(bufs[key.fd]) <= cap:
-            try:
+            with contextlib.suppress(OSError):
                 bufs[key.fd] += os.read(key.fd, cap + 1 - len(bufs[key.fd]) or 1)
-            except OSError:
-                pass
     for r, _ in pipes:
         if len(bufs[r]) > cap:
             del bufs[r][cap:]
             trunc[r] = True
         os.close(r)
-    # Close the selector now: left to the cyclic GC, its epoll fd would be closed later inside some
-    # forked child, where that number may already belong to a file the child opened.
+    # Closed now: left to the GC, its epoll fd would be closed in some later child, where the number is reused.
     sel.close()
     if pidfd is not None:
         os.close(pidfd)
@@ -362,7 +334,6 @@ def _run_child(target, stdin: bytes, lim: dict, wall: float, cpu: float, watch_h
     return {"rc": rc, "out": dec(o), "err": dec(e), "res": dec(r3), "out_trunc": trunc[o], "err_trunc": trunc[e],
             "output_limit": killed == "output", "timed_out": killed == "wall" or cpu_limit, "cpu_limit": cpu_limit,
             "wall": round(wall_used, 4), "cpu": round(used, 4)}
-
 
 
 def run_env(scratch: str) -> dict[str, str]:

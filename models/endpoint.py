@@ -3,12 +3,9 @@
     vllm serve Qwen/Qwen2.5-Coder-7B-Instruct --port 8000 &
     python eval.py --bench livecodebench --endpoint http://localhost:8000/v1 --model Qwen/Qwen2.5-Coder-7B-Instruct
 
-`complete(url, model, bodies, ...)` sends one POST {url}/chat/completions per request (messages, n = 1,
-temperature, top_p, max_tokens, seed) from `workers` threads and returns each reply's text, in order.
-A connection error, a timeout, 429 and 5xx are retried with exponential backoff (1, 2, 4, ... s, at most
-`retries` times); any other status is an error naming the status and the server's message. The key is read
-from $OPENAI_API_KEY when set. Resume is eval.py's: it saves answered samples after every batch and asks
-only for the missing ones.
+`complete(url, model, bodies, ...)`: one POST {url}/chat/completions per request from `workers` threads, the
+replies' texts in order. Connection errors, timeouts, 429 and 5xx are retried with exponential backoff; the key is
+$OPENAI_API_KEY. eval.py resumes (asks only for the samples it has not saved).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     python -c "import protocol.actions as p; print([a.kind for a in p.parse('finish')])"
 
-lines.py: the line convention, the exact LCS aligner, provenance through an edit; actions.py: the
-action parser; edits.py: applying edits with provenance, the diff repairer; messages.py: the prompt,
-test reports and syntax errors; chat.py: chat-template token ids.
+lines.py: the line convention, the aligner, provenance; actions.py: the parser; edits.py: applying edits;
+messages.py: the prompt and test reports; chat.py: chat-template ids; functions.py, behaviour.py: what the verdict
+reads; hacks.py: the hacking signal.
 """

@@ -2,55 +2,14 @@
 
     python -c "import protocol.actions as p; print(p.parse('solution.py\\n~~~python\\nx = 1\\n~~~\\nrun tests'))"
 
-`parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model),
-an accepted one with a remark carries `note`. Every content line is a `Line(text, start)`, so an
-edit knows which chars of the response wrote each line (env.Turn.origin). protocol.edits applies them.
-
-Action protocol (what the prompt teaches; every rule is lenient where a
-model's intent is unambiguous, and strict where a guess could corrupt code):
-
-    solution.py                      search/replace: the path on the line before the fence
-    ```python                        (or in the info string: ```python solution.py); SEARCH
-    <<<<<<< SEARCH                   must match whole lines exactly once: exactly, else
-        return a - b                 ignoring trailing whitespace, else with one uniform
-    =======                          extra indent in the file (then REPLACE is re-indented).
-        return a + b                 No match or several matches: refused, and the
-    >>>>>>> REPLACE                  observation shows the closest region (rapidfuzz).
-    ```                              Empty SEARCH creates a missing or empty file.
-
-    solution.py                      whole-file write: a named fence without markers.
-    ```python                        A response whose only fenced block is one unnamed
-    def add(a, b): ...               python block writes the entry file.
-    ```
-
-    ```diff                          unified diff (unidiff): --- a/p / +++ b/p headers (or the
-    --- a/solution.py                path in the info string; none means the entry file);
-    +++ b/solution.py                hunk counts are recomputed from the body, so sloppy
-    @@ -1,2 +1,2 @@                  headers parse; every hunk's context and removed lines
-    ...                              must match the file (nearest match to the stated line
-    ```                              wins); one bad hunk refuses the whole diff.
-
-    run tests                        a line of its own (backticks, bold, bullets allowed)
-    finish                           ends the episode; hidden tests grade the workspace
-
-Markers and fences count only as whole lines, so they may appear inside code
-strings mid-line (a marker that is a whole line of a multi-line string does
-count: the one ambiguity of the format). Inside a SEARCH/REPLACE block only its
-markers count (fences there are content). A fence closes at a bare fence at
-least as long as the opening one. Inside a markdown block an inner ```lang
-fence nests; inside code it cannot be code, so it closes an unclosed block and
-opens the next. An unclosed fence runs to the end of the response (noted in the
-observation); an unclosed SEARCH/REPLACE block is refused. An unnamed
-SEARCH/REPLACE or diff edits the entry file. Paths must be relative and inside
-the workspace (no `/...`, `..`, `~`, backslashes), test files (tests.py,
-test_*.py, *_test.py, conftest.py, tests/...) cannot be edited, and the
-workspace holds at most MAX_FILES files. Edits apply in order; one failing edit
-does not stop the rest. "No valid action" (penalty p, explanatory observation,
-the episode goes on) means no action at all, or only malformed or forbidden
-ones; a well-formed edit whose SEARCH does not match is a valid action that
-failed (no penalty; the observation shows the closest region). Only the entry
-file is graded; a Python file that does not compile is reported with its line,
-and an entry that does not compile passes no test (Φ = 0) without a sandbox run.
+`parse(response) -> list[Action]` never raises: a refused action carries `error` (shown to the model), an
+accepted one with a remark `note`; each content line is a `Line(text, start)`, so an edit knows which chars wrote
+it (env.Turn.origin). The actions are those messages.PROTOCOL teaches; the path of an edit is on the line before
+its fence or in the info string. Lenient where the intent is unambiguous, strict where a guess could corrupt code:
+markers and fences count only as whole lines, and inside a SEARCH/REPLACE block only its markers; a fence closes at
+a bare fence at least as long; an inner ```lang fence nests in markdown, and in code closes an unclosed block; an
+unclosed fence runs to the end (noted), an unclosed SEARCH/REPLACE block is refused; several unnamed blocks are
+ignored, never written.
 """
 
 from __future__ import annotations
@@ -156,12 +115,8 @@ def _sr_one(lines: list[Line], j: int, path: str) -> tuple[Action, int]:
 
 
 def _fence_block(lines: list[Line], i: int, char: str, n: int, nest: bool) -> tuple[list[Line], int, bool]:
-    """Content lines of the fence opened at lines[i], the index after it, and whether it closed.
-
-    A fence line with an info string (```json) inside a block nests when the
-    block is markdown (`nest`); inside code it cannot be code, so it means the
-    block was left unclosed and a new one starts there.
-    """
+    """Content lines of the fence opened at lines[i], the index after it, and whether it closed. A ```lang line
+    inside nests in markdown (`nest`); inside code it means the block was left unclosed and a new one starts."""
     depth, in_sr = 0, False
     for k in range(i + 1, len(lines)):
         t = lines[k].text
@@ -234,12 +189,10 @@ def parse(response: str) -> list[Action]:
             elif path is not None:
                 actions.append(Action("write", path, lines=content, note=note))
             elif lang in _PY and any(ln.text.strip() for ln in content):  # a stray empty ``` never wipes a file
-                a = Action("write", "", lines=content, note=note)
-                actions.append(a)
-                unnamed.append(a)
+                unnamed.append(Action("write", "", lines=content, note=note))
+                actions.append(unnamed[-1])
             continue
-        cmd = _command(t)
-        if cmd:
+        if cmd := _command(t):
             actions.append(Action(cmd))
         if t.strip():
             prev = t

@@ -3,17 +3,10 @@
     probe_many(jobs, execute) -> [{function: {input: output}} or None]   one sandboxed run per public-test job
     python -m pytest tests/test_behaviour.py -q
 
-The probe runs the public tests as the grader does (assert code in the module's namespace, a `call` test's
-arguments to fn_name, a stdio test's input to the program run as __main__), recording the positional arguments
-each top-level function is called with. From each such seed it derives nearby inputs, one argument changed at a
-time (an int n: 0, 1, -1, n ± 1, -n, 2n, 10; a string: "", its first char, the rest, reversed, upper case, padded,
-doubled, blank; a list or tuple: empty, a prefix, a suffix, reversed, one element repeated, doubled, one of its
-first 3 elements changed as above), calls the function on each (0.2 s a call, 2 s in all) and records the
-canonical output (floats to 9 digits) or the exception's type. Inputs and outputs are kept as short hashes:
-two versions of f from one group are compared on the inputs both were called with (didpo.verdict), and the
-seeds, so the inputs, come from the task's tests. A version whose output differs on one of them differs in
-behaviour: correct implementations agree on every valid input, so at most one of the two is correct, unless
-the input is outside the task's domain (then two correct ones may differ: verdict.APART is that chance).
+The probe runs the public tests as the grader does, records each top-level function's arguments, calls it on
+nearby inputs (`near`, one argument changed at a time; 0.2 s a call, 2 s in all) and keeps short hashes of the
+outputs. Two versions of f that differ on an input both saw are not both correct, unless the input is outside the
+task's domain (verdict.APART).
 """
 
 from __future__ import annotations
@@ -148,8 +141,7 @@ def script() -> str:
 def probe(job, execute, entry: str = "solution.py") -> dict[str, dict[str, str]] | None:
     """{top-level function: {input hash: output hash}} of a public-test job's code (sandbox.GradeJob), or None if the
     probe failed; execute(files, stdin) runs `python PROBE` sandboxed among `files` and returns its stdout."""
-    spec = {"entry": entry, "fn_name": job.fn_name,
-            "tests": [{"kind": t.kind, "input": t.input} for t in job.tests]}
+    spec = {"entry": entry, "fn_name": job.fn_name, "tests": [{"kind": t.kind, "input": t.input} for t in job.tests]}
     try:
         got = json.loads(execute({entry: job.code, PROBE: script()}, json.dumps(spec)).rstrip("\n").rsplit("\n", 1)[-1])
     except (ValueError, IndexError):
@@ -166,6 +158,5 @@ def probe_many(jobs: list, execute, workers: int | None = None) -> list[dict | N
 
 
 def differ(a: dict[str, str], b: dict[str, str], skip: set = frozenset()) -> bool:
-    """Two versions' records of one function: some input both were called with (not in skip) gives different
-    outputs."""
+    """Two versions' records of one function differ on an input both were called with (not in skip)."""
     return any(b.get(k, v) != v and k not in skip for k, v in a.items())

@@ -2,12 +2,8 @@
 
     python -c "import protocol.chat as c, models; t = models.load_tokenizer('smollm2-135m'); print(c.eot_id(t))"
 
-Assumption (holds for ChatML, i.e. Qwen2.5 and SmolLM2, and for Llama-3): the
-template closes an assistant turn with a special token right after the
-content. Special tokens cut the text into independently tokenized pieces,
-so the tokens after that point do not depend on what the model sampled, and
-the delta can be encoded alone. Both helpers check the assumption and raise
-when a template breaks it.
+Assumed (ChatML, Llama-3; both helpers check it): a special token closes an assistant turn right after the
+content, so the tokens after it do not depend on what was sampled and can be encoded alone.
 """
 
 from __future__ import annotations

@@ -2,13 +2,10 @@
 
     python -m pytest -q tests/test_env.py -k "search or diff or provenance"
 
-`apply_search_replace(lines, origin, action, max_chars)` and `apply_diff(files, origins, action, entry,
-max_chars)` return the new lines and their origins (the char range of the response that wrote each
-line, or None when carried over), or raise `Refused` with the message the model sees. A replaced
-region goes through protocol.lines.carry, so a re-emitted line keeps its old origin. Diffs are
-repaired first (models get hunk counts wrong and drop the space of blank context lines), then
-parsed with unidiff; every hunk must match the file (the match nearest the stated line wins), and
-one bad hunk refuses the whole diff. `check_path` keeps edits inside the workspace and off tests.
+`apply_search_replace` and `apply_diff` return the new lines and their origins (lines.carry), or raise `Refused`
+with the message the model sees. SEARCH matches whole lines once: exactly, else ignoring trailing whitespace, else
+under one uniform extra indent; else refused, with the closest region. Diffs are repaired, parsed with unidiff,
+each hunk placed nearest its stated line; one that does not match refuses the whole diff.
 """
 
 from __future__ import annotations
@@ -22,21 +19,18 @@ from rapidfuzz import fuzz
 from protocol.actions import Action, Line
 from protocol.lines import carry, clip, fence, join, lines_of
 
+TEST_FILE = re.compile(r"(tests?|conftest|test_.*|.*_test)\.py", re.IGNORECASE)
+MAX_FILES = 64  # every turn records the whole workspace; a model must not bloat trajectories with files
+_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)")
+
 
 class Refused(Exception):
-    """An action that cannot be applied; the message is shown to the model.
-
-    `invalid`: the action is malformed or forbidden (it does not count as a
-    valid action for the penalty), as opposed to well-formed but not matching.
-    """
+    """An action that cannot be applied, with the message the model sees; `invalid`: malformed or forbidden
+    (no valid action, for the penalty), not merely well-formed but not matching."""
 
     def __init__(self, msg: str, invalid: bool = False):
         super().__init__(msg)
         self.invalid = invalid
-
-
-TEST_FILE = re.compile(r"(tests?|conftest|test_.*|.*_test)\.py", re.IGNORECASE)
-MAX_FILES = 64  # every turn records the whole workspace; a model must not bloat trajectories with files
 
 
 def check_path(path: str) -> str:
@@ -64,8 +58,7 @@ def _find(hay: list[str], needle: list[str], key=lambda s: s) -> list[int]:
 
 def _indent_match(hay: list[str], needle: list[str]) -> list[tuple[int, str]]:
     """(position, prefix) where each non-blank needle line equals prefix + itself, one whitespace prefix for all."""
-    idx = [k for k, s in enumerate(needle) if s.strip()]
-    if not idx:
+    if not (idx := [k for k, s in enumerate(needle) if s.strip()]):
         return []
     k0, first, out = idx[0], needle[idx[0]].rstrip(), []
     for p in range(len(hay) - len(needle) + 1):
@@ -104,8 +97,7 @@ def apply_search_replace(lines: list[str], origin: list, a: Action, max_chars: i
             raise Refused(f"{a.path}: empty SEARCH block, but the file is not empty; copy the lines to replace")
         return new, list(ranges), f"{a.path}: written from an empty SEARCH ({len(new)} line{'s' * (len(new) != 1)})."
     note, pre = "", ""
-    hits = _find(lines, a.search)
-    if not hits:
+    if not (hits := _find(lines, a.search)):
         hits = _find(lines, a.search, key=str.rstrip)
         note = " (ignoring trailing whitespace)"
     if not hits:
@@ -128,15 +120,9 @@ def apply_search_replace(lines: list[str], origin: list, a: Action, max_chars: i
         f"{a.path}: SEARCH/REPLACE applied at lines {p + 1}-{p + n}{note}."
 
 
-_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)")
-
-
 def _repair_diff(content: list[Line], path: str) -> tuple[str, list[Line | None], set[int]]:
-    """Diff text with recomputed hunk counts; the response line of each diff line; hunks without a position.
-
-    Models get hunk counts wrong and drop the leading space of blank context
-    lines; both are fixed here so that unidiff can parse the body as written.
-    """
+    """(diff text, the response line of each diff line, hunks without a position), with the two slips models make
+    fixed so that unidiff parses the body as written: wrong hunk counts, blank context lines without their space."""
     out: list[str] = []
     src: list[Line | None] = []
     unknown: set[int] = set()  # 1-based diff line numbers of "@@" headers without numbers
@@ -163,8 +149,7 @@ def _repair_diff(content: list[Line], path: str) -> tuple[str, list[Line | None]
             k += 1
         while body and body[-1].text == " ":  # trailing blank lines after a hunk are layout, not context
             body.pop()
-        m = _HUNK.match(t)
-        if not m:
+        if not (m := _HUNK.match(t)):
             unknown.add(len(out) + 1)
         s, d = (int(m[1]), int(m[2])) if m else (1, 1)
         ns = sum(b.text[0] in " -" for b in body)
@@ -184,8 +169,7 @@ def _hunk_position(lines: list[str], old: list[str], h, lo: int, want: int, numb
             raise Refused(f"{path}: a hunk with only '+' lines needs line numbers (@@ -N,0 +M,K @@)")
         return min(max(want + 1, 0), len(lines)) if numbered else 0  # "-N,0" inserts after line N
     hits = _find(lines, old) or _find(lines, old, key=str.rstrip)
-    after = [q for q in hits if q >= lo] or hits
-    if not after:
+    if not (after := [q for q in hits if q >= lo] or hits):
         raise Refused(f"{path}: hunk @@ -{h.source_start} @@ does not match the file (its ' ' and '-' lines "
                       "must be copied exactly).\n" + closest(lines, old, max_chars))
     if not numbered and len(after) > 1:
@@ -195,11 +179,8 @@ def _hunk_position(lines: list[str], old: list[str], h, lo: int, want: int, numb
 
 def _apply_hunk(lines: list[str], origin: list, h, p: int, src: list[Line | None],
                 restore: bool = True) -> tuple[list[str], list, int]:
-    """New lines and origins of the hunk placed at line p, and the index after the old lines it replaced.
-
-    Context lines keep their origin; each run of '-' lines replaced by a run of
-    '+' lines goes through lines.carry, so a '+' line equal to its '-' line carries over.
-    """
+    """New lines and origins of the hunk placed at line p, and the index after the old lines it replaced; each
+    run of '-' lines replaced by '+' lines goes through carry, so a '+' line equal to its '-' line carries over."""
     new_lines, new_origin, run_old, run_new = [], [], [], []
     q = p
     for ln in [*h, None]:  # None flushes the last run

@@ -2,15 +2,7 @@
 
     python -c "from protocol.functions import passes; print(passes({'assert f(1) == 2': False}, 'f'))"
 
-`written_functions(turn)`: for each top-level def/class of S_t ("" outside any), the char ranges of
-the lines turn t wrote inside it (from Turn.origin), its lines, its decorators included (`statements`), and the
-ranges of the lines it re-emitted unchanged (Turn.emitted).
-`code_of`: a version's lines as didpo's verdict compares them, normalized and without docstrings (writers vary
-docstrings more than code: one function under two docstrings is one version). `callees`: the other top-level
-functions a body names. `passes`: does a function pass the public tests whose code names it (all of them when
-none does)? Unknown (None) when a function it calls fails its own: the failure may be the callee's. A test's code
-is its text outside string literals; a stdio test has none (its stdin and expected output are data: a word there
-that a function is called names nothing).
+Files are read by lines, not parsed: a parse per workspace would double the verdict's time.
 """
 
 from __future__ import annotations
@@ -33,9 +25,8 @@ _QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the fir
 
 
 def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]], dict[str, list]]:
-    """Over the top-level def/class statements of S_t ("" outside any): (function name -> char ranges of the
-    lines this turn wrote inside it, function name -> its lines, the opening line included, function name ->
-    char ranges of the lines it re-emitted unchanged inside it: Turn.emitted's where Turn.origin has none)."""
+    """Per top-level def/class of S_t ("" outside any): (the char ranges of the lines this turn wrote in it, its
+    lines, the ranges of the lines it re-emitted unchanged: Turn.emitted's where Turn.origin has none)."""
     out: dict[str, list] = defaultdict(list)
     body: dict[str, list[str]] = defaultdict(list)
     echo: dict[str, list] = defaultdict(list)
@@ -54,10 +45,9 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
 
 
 def statements(lines: list[str]) -> tuple[list[int], list[str]]:
-    """(the first line of each top-level statement of a file's lines, its def/class name or ""): an unindented code
-    line opens one, and a decorator opens the def or class it decorates. By lines: a parse per workspace would double
-    the verdict's time. Where that split looks wrong (a simple statement followed by an indented line: an
-    unindented line inside a string or brackets), by `ast` when the file parses."""
+    """(the first line of each top-level statement, its def/class name or ""): an unindented code line opens one, a
+    decorator the def or class it decorates. Where that looks wrong (a simple statement followed by an indented
+    line: an unindented line inside a string or brackets), by `ast` when the file parses."""
     starts = [k for k, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#")]
     starts = [k for j, k in enumerate(starts) if not (j and lines[starts[j - 1]].startswith("@"))]
     names = []
@@ -95,10 +85,8 @@ def file_docstrings(text: str, lines: list[str]) -> set[int]:
 
 
 def docstring_lines(lines: list[str]) -> set[int]:
-    """Where the docstring of each def/class is among normalized lines ("" for blank): a string-literal line, or
-    lines from an opening triple quote to a closing one with no code after it, right after a def/class header (its
-    brackets closed, ending in ":"). By lines: writers vary docstrings more than their code, and a parse per file
-    would double the verdict's time."""
+    """Where each def/class docstring is among normalized lines ("" for blank): a string-literal line, or an opening
+    triple quote to a closing one with no code after it, right after a def/class header (brackets closed, ":")."""
     out: set[int] = set()
     k, depth, header, opened = 0, 0, False, False
     while k < len(lines):
@@ -154,9 +142,8 @@ def _words(test: str) -> frozenset[str]:
 
 
 def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:
-    """Does function `name` pass its public tests (those whose code names it; all tests if none does)?
-    None (unknown) when a function it calls fails its own: the failure may be the callee's. `calls` is
-    the set of its callees, or a function that returns it (only a failing function needs them)."""
+    """Does `name` pass the public tests whose code names it (all if none does)? None when a callee (`calls`, or a
+    function returning them) fails its own: the failure may be the callee's."""
     index = tests_naming(public) if index is None else index
 
     def own(f):

@@ -2,10 +2,7 @@
 
     python -c "import protocol.messages as m, tasks; print(m.build_messages(tasks.load('data/tasks.jsonl')[0], {}))"
 
-`build_messages(task, files)`: [system, user]: the protocol (PROTOCOL), the problem, the workspace
-files and the public tests (never the hidden ones). `report_tests(tests, verdicts, fn_name, n)`: the
-public-test summary and the first failure, each field cut to n chars. `syntax_error(path, text)`:
-compile, never run.
+`build_messages(task, files)`: PROTOCOL, the problem, the workspace and the public tests (never the hidden ones).
 """
 
 from __future__ import annotations
@@ -18,56 +15,7 @@ from tasks import Task, Test
 if TYPE_CHECKING:
     import sandbox
 
-
-def syntax_error(path: str, text: str) -> str | None:
-    """'SyntaxError in p line N: msg' with the offending line, or None; compiles, never runs."""
-    if not path.endswith(".py"):
-        return None
-    try:
-        compile(text, path, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        if not e.lineno:  # e.g. null bytes: the error has no position
-            return f"SyntaxError in {path}: {e.msg}"
-        lines = lines_of(text)
-        where = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
-        return f"SyntaxError in {path} line {e.lineno}: {e.msg}" + (f"\n    {clip(where, 200)}" if where else "")
-    except (ValueError, MemoryError, RecursionError) as e:  # null bytes, absurd nesting
-        return f"{path} does not compile: {type(e).__name__}: {e}"
-    return None
-
-
 STDIO_HEAD = "input:\n"  # how describe_test opens a stdio test (protocol.functions: such a test names no function)
-
-
-def describe_test(t: Test, fn_name: str | None) -> str:
-    if t.kind == "stdio":
-        return f"{STDIO_HEAD}{fence(t.input)}\nexpected output:\n{fence(t.output)}"
-    if t.kind == "call":
-        args = ", ".join(x for x in t.input.split("\n") if x.strip())
-        return f"{fn_name}({args}) should return {t.output}"
-    return fence(t.input, "python")
-
-
-def report_tests(tests: list[Test], verdicts: list[sandbox.Verdict], fn_name: str | None, n: int) -> str:
-    passed = sum(v.passed for v in verdicts)
-    head = f"Public tests: {passed}/{len(tests)} passed."
-    fail = next((k for k, v in enumerate(verdicts) if not v.passed), None)
-    if fail is None:
-        return head
-    t, v = tests[fail], verdicts[fail]
-    parts = [head, f"First failure: test {fail + 1} ({v.status})."]
-    if t.kind == "stdio":
-        parts += [f"input:\n{fence(clip(t.input, n))}", f"expected:\n{fence(clip(t.output, n))}"]
-    elif t.kind == "call":
-        args = ", ".join(x for x in t.input.split("\n") if x.strip())
-        parts += [f"call: {clip(f'{fn_name}({args})', n)}", f"expected: {clip(t.output, n)}"]
-    else:
-        parts += [f"test code:\n{fence(clip(t.input, n), 'python')}"]
-    if v.detail:
-        parts.append(f"result:\n{fence(clip(v.detail, n))}")
-    return "\n".join(parts)
-
-
 PROTOCOL = """\
 You solve a programming problem by editing files in a workspace. Each reply may start with brief \
 reasoning, then holds one or more actions, applied in order:
@@ -94,6 +42,51 @@ The loop stops one element early.
 >>>>>>> REPLACE
 ```
 run tests"""
+
+
+def syntax_error(path: str, text: str) -> str | None:
+    """'SyntaxError in p line N: msg' with the offending line, or None; compiles, never runs."""
+    if not path.endswith(".py"):
+        return None
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        if not e.lineno:  # e.g. null bytes: the error has no position
+            return f"SyntaxError in {path}: {e.msg}"
+        lines = lines_of(text)
+        where = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
+        return f"SyntaxError in {path} line {e.lineno}: {e.msg}" + (f"\n    {clip(where, 200)}" if where else "")
+    except (ValueError, MemoryError, RecursionError) as e:  # null bytes, absurd nesting
+        return f"{path} does not compile: {type(e).__name__}: {e}"
+    return None
+
+
+def describe_test(t: Test, fn_name: str | None) -> str:
+    if t.kind == "stdio":
+        return f"{STDIO_HEAD}{fence(t.input)}\nexpected output:\n{fence(t.output)}"
+    if t.kind == "call":
+        args = ", ".join(x for x in t.input.split("\n") if x.strip())
+        return f"{fn_name}({args}) should return {t.output}"
+    return fence(t.input, "python")
+
+
+def report_tests(tests: list[Test], verdicts: list[sandbox.Verdict], fn_name: str | None, n: int) -> str:
+    passed = sum(v.passed for v in verdicts)
+    head = f"Public tests: {passed}/{len(tests)} passed."
+    if (fail := next((k for k, v in enumerate(verdicts) if not v.passed), None)) is None:
+        return head
+    t, v = tests[fail], verdicts[fail]
+    parts = [head, f"First failure: test {fail + 1} ({v.status})."]
+    if t.kind == "stdio":
+        parts += [f"input:\n{fence(clip(t.input, n))}", f"expected:\n{fence(clip(t.output, n))}"]
+    elif t.kind == "call":
+        args = ", ".join(x for x in t.input.split("\n") if x.strip())
+        parts += [f"call: {clip(f'{fn_name}({args})', n)}", f"expected: {clip(t.output, n)}"]
+    else:
+        parts += [f"test code:\n{fence(clip(t.input, n), 'python')}"]
+    if v.detail:
+        parts.append(f"result:\n{fence(clip(v.detail, n))}")
+    return "\n".join(parts)
 
 
 def build_messages(task: Task, files: dict[str, str]) -> list[dict]:

@@ -1,22 +1,17 @@
 """Credit for people: a group's tokens coloured by their final advantage, anchors outlined.
 
-    python -m tools.explain runs/default/groups/step_1.jsonl                  # in the terminal
-    python -m tools.explain runs/default/groups/step_1.jsonl --html out.html  # also a standalone HTML page
+    python -m tools.explain runs/default/groups/step_1.jsonl --html out.html  # terminal, and an HTML page
     python -m tools.explain --help                                             # --algo, --baseline, --norm
 
-The command reads a saved group (one env.Trajectory JSON per line: the trainer writes
-OUT/groups/step_N.jsonl), recomputes its credit with didpo.compute_credit and renders it.
-
-`render_terminal(group, credit)` prints each trajectory's turns with every response char on the
-colour of the last token covering it (green > 0, red < 0, full colour at the group's largest |Â|),
-anchor members framed ⟦aN … ⟧, then a table of the anchors (level, kind, path, n, L̄, GS, which
-trajectories hold them, the DiD contrast and the A^D the baseline gave). `render_html` writes the same
-as one self-contained page. `credit` is didpo.compute_credit's record; nothing here computes credit.
+Reads a saved group (one env.Trajectory JSON per line, as the trainer writes OUT/groups/step_N.jsonl) and renders
+didpo.compute_credit's record: each response char on its token's colour (green > 0, red < 0), anchor members
+framed ⟦aN … ⟧, then the anchors; in the terminal (`render_terminal`) or as one HTML page (`render_html`).
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import sys
 from dataclasses import dataclass
@@ -27,17 +22,6 @@ import didpo
 from env import Trajectory
 
 
-def _char_values(turn, token_values: list[float], token_owner: list[int]) -> tuple[list[float], list[int]]:
-    """Per char of turn.response: the value and owner of the last token covering it."""
-    n = len(turn.response)
-    cv, co = [0.0] * n, [-1] * n
-    a = turn.span[0]
-    for k, (s, e) in enumerate(turn.offsets):
-        for c in range(s, min(e, n)):
-            cv[c], co[c] = token_values[a + k], token_owner[a + k]
-    return cv, co
-
-
 def _rgb(v: float, scale: float) -> tuple[int, int, int]:
     x = max(-1.0, min(1.0, v / scale)) if scale > 0 else 0.0
     if x >= 0:
@@ -46,22 +30,23 @@ def _rgb(v: float, scale: float) -> tuple[int, int, int]:
 
 
 def _segments(turn, values, owner):
-    """Runs of chars with the same (value, owner): (text, value, owner)."""
-    cv, co = _char_values(turn, values, owner)
-    out, i, s = [], 0, turn.response
-    while i < len(s):
-        j = i
-        while j < len(s) and cv[j] == cv[i] and co[j] == co[i]:
-            j += 1
-        out.append((s[i:j], cv[i], co[i]))
+    """Runs of turn.response's chars with the same (value, owner) of the last token covering them."""
+    n, a = len(turn.response), turn.span[0]
+    per_char = [(0.0, -1)] * n
+    for k, (s, e) in enumerate(turn.offsets):
+        for c in range(s, min(e, n)):
+            per_char[c] = (values[a + k], owner[a + k])
+    out, i = [], 0
+    for (v, o), run in itertools.groupby(per_char):
+        j = i + len(list(run))
+        out.append((turn.response[i:j], v, o))
         i = j
     return out
 
 
 def verdict_line(verdicts: dict, escape: dict | None = None, apart: dict | None = None) -> str:
-    """A^V's posteriors: q = P(correct) of each function version the group wrote (numbered per function), π̂_f, how
-    often the group's bugs of f pass f's public tests (what a pass is worth), and the pairs of versions that behave
-    apart near f's tests (not both correct)."""
+    """A^V's posteriors: q = P(correct) of each function version the group wrote, π̂_f (how often f's bugs pass its
+    public tests) and the pairs of versions that behave apart near f's tests (not both correct)."""
     seen: dict[str, int] = {}
     terms, name = [], {}
     for u, q in verdicts.items():
@@ -78,14 +63,23 @@ def verdict_line(verdicts: dict, escape: dict | None = None, apart: dict | None 
                + ", ".join(f"{a} / {b.rsplit(' ', 1)[1]}" for a, b in pairs) if pairs else ""))
 
 
+def _scale(credit) -> float:
+    return max((abs(v) for adv in credit.token_adv for v in adv.tolist()), default=0.0)
+
+
+def _anchor_cells(credit, a) -> list[str]:
+    """An anchor's row: id, level, kind, path, n, L̄, GS, held by, DiD Δ, the A^D span."""
+    ad = credit.anchor_values.get(a.id, [])
+    return [str(a.id), a.level, a.kind, a.path, str(a.n), f"{a.mean_size:.1f}", f"{a.gs:.3f}",
+            ",".join(map(str, credit.holders.get(a.id, []))), f"{credit.contrast.get(a.id, 0.0):+.3f}",
+            f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"]
+
+
 def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    console = console or Console()
-    vals = [v for adv in credit.token_adv for v in adv.tolist()]
-    scale = max((abs(v) for v in vals), default=0.0)
+    console, scale = console or Console(), _scale(credit)
     for i, tr in enumerate(group):
         adv = credit.token_adv[i].tolist()
         console.rule(f"trajectory {i}  task {tr.task_id}  R={tr.reward:g}  A^E={credit.episode[i]:+.3f}  "
@@ -112,12 +106,7 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
     for col in ("id", "level", "kind", "path", "n", "L̄", "GS", "held by (x=1)", "DiD Δ", "A^D", "text"):
         table.add_column(col)
     for a in credit.anchors:
-        ad = credit.anchor_values.get(a.id, [])
-        span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
-        first = a.text.splitlines()[0][:50] if a.text else ""
-        table.add_row(str(a.id), a.level, a.kind, a.path, str(a.n), f"{a.mean_size:.1f}", f"{a.gs:.3f}",
-                      ",".join(map(str, credit.holders.get(a.id, []))), f"{credit.contrast.get(a.id, 0.0):+.3f}",
-                      span, first)
+        table.add_row(*_anchor_cells(credit, a), a.text.splitlines()[0][:50] if a.text else "")
     console.print(table)
     console.print("held by: the trajectories whose member of the anchor survives to the end (the ridge's "
                   "indicators x_{i,g}); DiD Δ: mean G_{i,1} of those minus the rest (baseline=contrast); "
@@ -128,8 +117,7 @@ def render_terminal(group: list[Trajectory], credit, console=None) -> None:
 
 
 def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") -> str:
-    vals = [v for adv in credit.token_adv for v in adv.tolist()]
-    scale = max((abs(v) for v in vals), default=0.0)
+    scale = _scale(credit)
     info = {a.id: f"a{a.id}: {a.level} {a.kind} {a.path} n={a.n} L={a.mean_size:.1f} GS={a.gs:.3f} "
                   f"contrast={a.contrast}" for a in credit.anchors}
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>",
@@ -166,13 +154,8 @@ def render_html(group: list[Trajectory], credit, title: str = "DiDPO credit") ->
     out.append("<h2>anchors</h2><table><tr><th>id</th><th>level</th><th>kind</th><th>path</th><th>n</th><th>L̄</th>"
                "<th>GS</th><th>held by</th><th>DiD Δ</th><th>A<sup>D</sup></th><th>text</th></tr>")
     for a in credit.anchors:
-        ad = credit.anchor_values.get(a.id, [])
-        span = f"{min(ad):+.3f}..{max(ad):+.3f}" if ad else "-"
-        out.append(f"<tr><td>{a.id}</td><td>{a.level}</td><td>{a.kind}</td><td>{html.escape(a.path)}</td>"
-                   f"<td>{a.n}</td><td>{a.mean_size:.1f}</td><td>{a.gs:.3f}</td>"
-                   f"<td>{','.join(map(str, credit.holders.get(a.id, [])))}</td>"
-                   f"<td>{credit.contrast.get(a.id, 0.0):+.3f}</td>"
-                   f"<td>{span}</td><td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in _anchor_cells(credit, a))
+        out.append(f"<tr>{cells}<td><pre>{html.escape(a.text[:400])}</pre></td></tr>")
     post = credit.posterior
     line = verdict_line(post.q, post.escape, post.apart) if post and post.q else ""
     out.append("</table>" + (f"<p>{html.escape(line)}</p>" if line else "") + "</body></html>")
