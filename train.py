@@ -13,11 +13,9 @@ One step (DESIGN.md §5), every rank on its own share of the tasks:
     -> compute_advantages (per task group; groups never span ranks) -> old/ref log-probs
     -> policy_loss over micro-batches, normalized by the GLOBAL token count -> optimizer step
 
-Why the loss is normalized by the global token count and FSDP's gradient
-averaging is switched off: the objective is a mean over every response token of
-the whole batch, so neither the micro-batch size nor the world size may change
-it. Each rank sums its token losses / global_tokens; gradients are then summed
-(not averaged) across ranks.
+The objective is a mean over every response token of the whole batch, so neither the micro-batch size
+nor the world size may change it: each rank sums its token losses / global_tokens, and gradients are
+summed (FSDP's averaging off) across ranks.
 
 `python train.py --help` lists every Config field with its meaning and default. What the loop calls
 but a reader of the method need not read is in trainer/: log.py (config.json, metrics.jsonl, the
@@ -39,9 +37,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# Exact resume needs run-to-run identical numerics. MKL picks its thread count from the machine's load by default
-# (MKL_DYNAMIC), and another thread count rounds fp32 sums differently: measured, a resumed run's step-1 metrics
-# then differed in the 5th digit when another job loaded the CPU. Set before torch loads MKL.
+# Exact resume needs identical numerics, but MKL_DYNAMIC picks a thread count from the machine's load, and another
+# count rounds fp32 sums differently (a resumed step's metrics moved in the 5th digit). Set before torch loads MKL.
 os.environ.setdefault("MKL_DYNAMIC", "FALSE")
 
 import torch
@@ -239,9 +236,8 @@ def init() -> tuple[int, int, torch.device]:
 
 
 def shutdown() -> None:
-    """Leave the process group together, before interpreter teardown. A gloo group still alive at exit
-    is destroyed while Python clears its modules, and its worker threads can abort the process
-    ("terminate called without an active exception") after all the work is done."""
+    """Leave the process group together, before interpreter teardown: a gloo group destroyed while Python
+    clears its modules can abort the process ("terminate called without an active exception")."""
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
@@ -251,12 +247,9 @@ def shutdown() -> None:
 
 
 class Policy(torch.nn.Module):
-    """A causal LM whose forward returns per-token log-probs (and entropy), computed in
-    chunks of the sequence so that (T, V) fp32 logits never exist at once. Wrapping the
-    LM makes this forward the FSDP root, so embedding / lm_head are gathered for it.
-
-    `autocast`: run the decoder under CPU bf16 autocast (fp32 master weights; the residual
-    stream, norms and the lm_head stay fp32, so log-probs stay close to fp32's)."""
+    """A causal LM whose forward returns per-token log-probs (and entropy), in chunks of the sequence so that
+    (T, V) fp32 logits never exist at once; as the FSDP root, embedding / lm_head are gathered for it.
+    `autocast`: the decoder under CPU bf16 autocast (the residual stream, norms and lm_head stay fp32)."""
 
     def __init__(self, lm: torch.nn.Module, chunk: int, autocast: bool = False, pack: bool = False,
                  share: bool = False):
@@ -265,14 +258,12 @@ class Policy(torch.nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entropy: bool = False,
                 mask: torch.Tensor | None = None):
-        """(B, T-1) log-probs of input_ids[:, 1:] and entropies of right-padded rows. With `mask` (B, T-1),
-        only its nonzero positions are computed (zeros elsewhere; default: every real token): the lm_head
-        is a quarter of the model's FLOPs, and prompt, observation and pad tokens need none of it.
-
-        `pack`: the decoder runs on the N real tokens side by side in one row, position ids restarting
-        at 0 for each sequence, and no attention mask. transformers reads each restart as a sequence
-        start: a block-diagonal causal mask (sdpa, eager) or the varlen kernel (flash_attention_2).
-        `share` (when not packing): rows that begin alike run their common prefix once (trainer.prefix)."""
+        """(B, T-1) log-probs of input_ids[:, 1:] and entropies of right-padded rows, only where `mask` (B, T-1)
+        is nonzero (zeros elsewhere; default: every real token): the lm_head is a quarter of the FLOPs.
+        `pack`: the N real tokens side by side in one row, position ids restarting at 0 for each sequence and
+        no attention mask; transformers reads each restart as a sequence start (sdpa, eager: a block-diagonal
+        causal mask; flash_attention_2: the varlen kernel). `share` (not packing): rows that begin alike run
+        their common prefix once (trainer.prefix)."""
         keep = (mask if mask is not None else attention_mask[:, 1:]).bool()  # (B, T-1)
         targets = input_ids[:, 1:][keep]  # (M,): position j predicts token j+1 of its own row
         with torch.autocast(input_ids.device.type, dtype=torch.bfloat16, enabled=self.autocast):
@@ -321,20 +312,11 @@ def _chunk_logprobs(head, h, targets, entropy: bool):
 
 def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False,
                   config=None) -> Policy:
-    """FSDP2 over a model built on the meta device; the weights come from rank 0.
+    """FSDP2 over a model built on the meta device; the weights come from rank 0 (trainer/fsdp.py).
 
     lm: the full model on rank 0 (any dtype: values are copied, upcast exactly); ignored on other
-    ranks (pass None and `config`). No rank ever holds a full fp32 copy on the GPU: every rank builds
-    an empty shell on the meta device, shards it (fully_shard each decoder layer, then the root),
-    allocates only its shards, and receives rank 0's tensors one at a time by broadcast, keeping its
-    slice (set_model_state_dict(full_state_dict, broadcast_from_rank0)). Non-persistent buffers
-    (rotary inv_freq) are outside the state dict and are broadcast separately.
-
-    The policy keeps fp32 master weights, bf16 compute and fp32 gradient reduction on GPU (plain
-    fp32 on CPU). frozen=True is the KL reference: stored in the compute dtype, no gradients, its
-    shards offloaded to host memory on GPU (it runs one no-grad forward per step), resharded after
-    each forward so its full layers never outlive the pass.
-    """
+    ranks (pass None and `config`). No rank ever holds a full fp32 copy on the GPU. frozen=True is
+    the KL reference, stored in the compute dtype (fsdp.shard: no gradients, offloaded, resharded)."""
     import transformers
 
     config = config if config is not None else lm.config
@@ -369,13 +351,9 @@ def sync_weights(policy: Policy, sampler) -> None:
 
 def pad_batch(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], device):
     """Right-pad a micro-batch; everything is shifted by one to align with next-token log-probs."""
-    T = max(len(t.token_ids) for t in trajs)
-    B = len(trajs)
-    ids = torch.zeros(B, T, dtype=torch.long)
-    attn = torch.zeros(B, T, dtype=torch.long)
-    mask = torch.zeros(B, T - 1)
-    adv = torch.zeros(B, T - 1)
-    slp = torch.zeros(B, T - 1)
+    B, T = len(trajs), max(len(t.token_ids) for t in trajs)
+    ids, attn = torch.zeros(B, T, dtype=torch.long), torch.zeros(B, T, dtype=torch.long)
+    mask, adv, slp = torch.zeros(B, T - 1), torch.zeros(B, T - 1), torch.zeros(B, T - 1)  # slp: sampler log-probs
     for b, (t, a) in enumerate(zip(trajs, advs)):
         n = len(t.token_ids)
         ids[b, :n] = torch.tensor(t.token_ids)
@@ -416,14 +394,10 @@ def micro_batches(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], cfg:
 
 
 def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
-    """ppo_epochs x ppo_mini_batches optimizer steps on this rank's trajectories. Returns metrics
-    averaged over tokens and steps. Every rank must call this (FSDP collectives), even with no
-    trajectories of its own.
-
-    Each rank splits its trajectories into ppo_mini_batches contiguous parts; part k of every rank
-    forms the global mini-batch of step k, its loss normalized by that mini-batch's global token
-    count. With one step per batch the old log-probs are the current ones (old = logp.detach(),
-    ratio 1 with its gradient), so the separate old-log-prob forward runs only for several steps."""
+    """ppo_epochs x ppo_mini_batches optimizer steps on this rank's trajectories; metrics averaged over tokens
+    and steps. Every rank calls it (FSDP collectives), even with no trajectories of its own. Part k of every
+    rank's trajectories forms the global mini-batch of step k, normalized by its global token count. With one
+    step the old log-probs are the current ones (logp.detach(): ratio 1 with its gradient), no extra forward."""
     n_mini = cfg.ppo_mini_batches
     cut = [len(trajs) * k // n_mini for k in range(n_mini + 1)]
     minis = [micro_batches(trajs[cut[k] : cut[k + 1]], advs[cut[k] : cut[k + 1]], cfg, device) for k in range(n_mini)]
@@ -476,10 +450,8 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
 
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
-        # One engine per rank, each with its own seed: engines sharing a seed draw the same samples for
-        # unseeded requests, and rank task windows wrap around a small task file. On CPU, eager mode:
-        # torch.compile of the model takes minutes on a laptop's cores. Sleep level 2 discards the weights
-        # (sync_weights overwrites them every step; level 1 would copy them to pinned host memory and back).
+        # A seed per rank: engines sharing one draw alike, and rank windows wrap around a small task file.
+        # CPU: eager (compiling takes minutes). Sleep level 2 drops the weights: sync_weights rewrites them.
         return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(),
                                    gpu_memory_utilization=cfg.gpu_memory_utilization,
                                    max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
@@ -628,9 +600,8 @@ def train(cfg: Config) -> Path:
         t0 = time.time()
         torch.manual_seed(rollout_seed(cfg.seed, step, rank))
         times = {}
-        # Give the sampler every byte the learner does not hold: no gradients through the rollout,
-        # torch's cached blocks returned before vLLM allocates; its weights first, synced, then the
-        # KV cache into what the sync's gathers left free.
+        # The sampler gets every byte the learner does not hold: no gradients, torch's cache returned;
+        # its weights first, synced, then the KV cache into what the sync's gathers left free.
         opt.zero_grad(set_to_none=True)
         torch.cuda.empty_cache()  # a no-op where CUDA never started
         sampler.wake(tags=["weights"])
