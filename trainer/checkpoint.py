@@ -2,10 +2,9 @@
 
     python train.py --out runs/x --save-every 1 --resume auto   # continue the latest complete checkpoint
 
-`save(run, policy, opt, step, cursor, keep_last)`: torch.distributed.checkpoint (DCP) of the sharded model
-and optimizer, plus each rank's RNG states, the step and the task cursor, written to
-OUT/checkpoints/.step_N.tmp and renamed to step_N once every rank is done (a COMPLETE file marks it):
-a kill mid-write leaves the previous checkpoint intact; the last `keep_last` are kept (0: train.py writes none).
+`save(run, policy, opt, step, cursor, keep_last)`: a DCP of the sharded model and optimizer, each rank's RNG, the
+step and the task cursor, written to OUT/checkpoints/.step_N.tmp and renamed to step_N (a COMPLETE file marks it)
+once every rank is done: a kill mid-write leaves the previous one intact. The last `keep_last` are kept.
 Both writers check the free disk first and raise `DiskFull`, naming the sizes and the fix, before
 writing anything; a write that fails anyway removes its partial directory and leaves the previous intact.
 `load(path, policy, opt) -> (step, cursor)` restores all of it, so a resumed run repeats the uninterrupted
@@ -64,8 +63,7 @@ def _space_error(where: Path, nbytes: int, what: str, fix: str) -> str | None:
 
 
 def save(run: Path, policy, opt, step: int, cursor: int, keep_last: int) -> Path:
-    """DCP of model + optimizer, plus each rank's RNG and the data cursor, written to a temp dir
-    and renamed into place once complete: a kill mid-write leaves the previous checkpoint intact."""
+    """DCP of model + optimizer, each rank's RNG and the data cursor, renamed into place once complete."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
 

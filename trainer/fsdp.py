@@ -53,9 +53,8 @@ def shard(policy: torch.nn.Module, lm: torch.nn.Module | None, device: torch.dev
                 module._buffers[name] = buf.to(device)
     if frozen:
         return policy.requires_grad_(False).eval()
-    # Sum gradients across ranks (the loss is already divided by the global token count). Plain
-    # SUM collectives rather than NCCL's PREMUL_SUM, which gloo lacks; a factor of 1 costs nothing.
-    # These setters act on one FSDP module's own parameter group, so set them on every one.
+    # Sum gradients across ranks with plain SUM collectives (gloo lacks NCCL's PREMUL_SUM). Each setter
+    # acts on one FSDP module's own parameter group, so every one is set.
     for module in [*shell.model.layers, policy]:
         module.set_gradient_divide_factor(1.0)
         module.set_force_sum_reduction_for_comms(True)

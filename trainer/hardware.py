@@ -50,11 +50,9 @@ def cpu_bf16_is_fast() -> bool:
 
 
 def _probe() -> bool:
-    """Whether this CPU multiplies bf16 matrices clearly faster than fp32 (AMX, AVX512-BF16). Elsewhere
-    oneDNN emulates bf16, and autocast would only add casts. Measured once, in milliseconds: here a warm
-    bf16 matmul takes 0.1-0.3x the fp32 time. Both kernels are warmed before either is timed, and the
-    timings alternate: timed one after the other in a fresh process (the run's first matmuls, OpenMP
-    starting its threads), bf16 read 0.53-0.55x, and under load it crossed 0.6 (fp32 demo runs)."""
+    """Whether this CPU multiplies bf16 matrices clearly faster than fp32 (AMX: a warm bf16 matmul takes
+    0.1-0.3x the time); elsewhere oneDNN emulates bf16. Both kernels are warmed and the timings alternate:
+    timed one after the other in a fresh process, the ratio read 0.53-0.55, and under load crossed 0.6."""
     a = torch.randn(768, 768)
     b = a.bfloat16()
     for _ in range(5):  # oneDNN picks and JIT-compiles each kernel on its first calls
@@ -109,15 +107,10 @@ def shares(cfg, device: torch.device) -> bool:
 def keep_freed_memory() -> None:
     """Let glibc's malloc keep freed blocks up to 32 MB in the process instead of giving them back to the kernel.
 
-    torch's CPU tensors come from malloc. By default glibc returns the top of its heap to the kernel
-    once more than ~2x the largest recent block is free there (its dynamic trim threshold), and maps
-    blocks over that threshold separately, unmapping them on free. Each backward frees a micro-batch's
-    activations, and the next forward then takes fresh pages from the kernel, which zeroes every one:
-    measured on a 2-core VM (perf: clear_page_erms the top symbol), an update of the embedded default
-    spent 13-31 s of its 24-39 s in the kernel, 0.7-3.4 M page faults. Kept, the heap is reused:
-    the next updates took 18-20 s (sys 1-6 s). Blocks over 32 MB (glibc's ceiling for a heap block)
-    are still mapped per use, so Config.logprob_chunk keeps each chunk's (chunk, V) logits under it.
-    No-op where the C library is not glibc."""
+    By default glibc trims its heap top and unmaps large blocks on free, so each forward after a backward
+    takes fresh pages the kernel must zero (an update of the embedded default spent about half its time
+    there). Blocks over 32 MB (glibc's ceiling) are still mapped per use, so Config.logprob_chunk keeps
+    each chunk's (chunk, V) logits under it. No-op where the C library is not glibc."""
     if (libc := _glibc()) is not None:
         libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed at glibc's maximum (setting it ends the dynamic one)
         libc.mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: never trim the heap top
@@ -135,25 +128,19 @@ def _glibc():
 
 
 def release_update_memory(opt: torch.optim.Optimizer) -> None:
-    """After an update: drop its gradients (nothing keeps them through checkpointing and the rollout) and
-    give the heap's free pages back to the kernel (glibc's malloc_trim; keep_freed_memory keeps them only
-    within an update). Without the trim a CPU run's resident memory grew by about 0.6 GB a step (measured on
-    the embedded default, bench/learn's settings: 3.9, 4.5 GB at the start of steps 2, 3; bench/learn runs reached
-    8.5-10 GB); with it, 3.0 GB at the start of every step (4 steps), and no slower step (update 8.8-10.5 s).
-    The peak inside an update (6.1-6.3 GB) is its activations: --activation-checkpointing full takes 1.5 GB off."""
+    """After an update: drop its gradients (nothing keeps them through checkpointing and the rollout) and give
+    the heap's free pages back to the kernel (glibc's malloc_trim; keep_freed_memory keeps them only within an
+    update). Without the trim a CPU run's resident memory grew by about 0.6 GB a step; with it, it stays flat."""
     opt.zero_grad(set_to_none=True)
     if (libc := _glibc()) is not None:
         libc.malloc_trim(0)
 
 
 class _PrepackedLinear(torch.nn.Linear):
-    """nn.Linear whose inference forward on CPU fp32 runs oneDNN on a copy of the weight packed for it.
-
-    The few-row products of decoding (16 rows x 576 -> 1,536) run 3-4x faster on the packed
-    weight (2 AVX-512 cores), the lm_head 2.6x; prefill's hundreds of rows, as fast as before. It is
-    the packing torch's inductor emits for frozen CPU linears. The pack is redone when the weight
-    changed (its version counter: load_weights' copy_, an optimizer step); with grad enabled, or
-    for other dtypes and devices, this is nn.Linear."""
+    """nn.Linear whose inference forward on CPU fp32 runs oneDNN on a copy of the weight packed for it (the
+    packing torch's inductor emits for frozen CPU linears; decoding's few-row products run 3-4x faster).
+    The pack is redone when the weight changed (its version counter: load_weights' copy_, an optimizer
+    step); with grad enabled, or for other dtypes and devices, this is nn.Linear."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.weight
@@ -195,9 +182,8 @@ def _keep_matmuls(ctx, op, *args, **kwargs):
 
 
 def checkpoint_layers(model: torch.nn.Module, mode: str) -> None:
-    """transformers' activation checkpointing of each decoder layer. full: backward recomputes the whole
-    layer (about a third more compute); selective: it keeps the matmul and attention outputs, so it
-    recomputes only the cheap ops, for more memory than full and far less than none. off: nothing."""
+    """transformers' activation checkpointing of each decoder layer. full: backward recomputes the whole layer
+    (about a third more compute); selective: it keeps the matmul and attention outputs, recomputing the rest."""
     if mode == "off":
         return
     kwargs: dict = {"use_reentrant": False}

@@ -10,11 +10,7 @@ prints one table row (COLUMNS) per step. Everything happens on rank 0 only; `pri
 
 W&B (`--wandb PROJECT`): the run's id is kept in OUT/wandb_id, so `--resume` continues the same W&B run;
 every `--samples-every` steps a table of SAMPLE_ROWS completions with their task and reward; `close()`
-finishes the run.
-
-`accumulate_metrics` / `reduce_metrics`: train.learn's per-micro-batch metrics (ppo.policy_loss's dict)
-become one step's: token-weighted means summed over ranks, ratio_min / ratio_max as extremes, and the
-sampler/learner mismatch as (sum over ranks) / (tokens over ranks).
+finishes the run. `accumulate_metrics` / `reduce_metrics` make train.learn's per-micro-batch metrics one step's.
 """
 
 from __future__ import annotations
@@ -167,9 +163,8 @@ def accumulate_metrics(metrics: dict, m: dict, w: float, loss: float) -> None:
 
 
 def reduce_metrics(metrics: dict, mismatch: float, sampler_kl: float, mismatch_n: float, device) -> dict:
-    """Across ranks: token-weighted sums SUM, ratio_min MIN, ratio_max MAX, and the sampler-mismatch
-    means as (sum over ranks) / (tokens over ranks), so a rank without tokens does not dilute them.
-    Every tensor lives on the training device (NCCL serves only CUDA tensors)."""
+    """Across ranks (tensors on the training device: NCCL serves only CUDA): token-weighted sums SUM, ratio_min
+    MIN, ratio_max MAX, the sampler mismatch (sum over ranks) / (tokens over ranks): no dilution by idle ranks."""
     sums = sorted(k for k in metrics if k not in EXTREMES and k != "grad_norm")
     packed = torch.tensor([metrics[k] for k in sums] + [mismatch, sampler_kl, mismatch_n], device=device,
                           dtype=torch.float64)
