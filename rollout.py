@@ -8,12 +8,9 @@ Sampling (HFSampler, VLLMSampler, ScriptedSampler; one interface):
     token y_k ~ softmax(z_k / temperature), restricted to the top-p nucleus (temperature 0: argmax)
     logprobs[k] = log softmax(z_k)[y_k]       raw policy, temperature 1, fp32 (not the sampling law)
 
-so `logprobs` equal a learner forward pass over the final token_ids at the
-sampled positions: they are the PPO ratio's old log-probs whatever the sampling
-temperature. A response ends on the end-of-turn token ("stop") or at its token
-cap ("length").
-
-The rollout loop (`rollout(tasks, sampler, tokenizer, env_cfg, n, sampling)`)
+so `logprobs` equal a learner forward over the final token_ids at the sampled positions: the PPO
+ratio's old log-probs whatever the temperature. A response ends on the end-of-turn token ("stop") or
+at its token cap ("length"). The rollout loop (`rollout(tasks, sampler, tokenizer, env_cfg, n, sampling)`)
 builds one token sequence per episode without ever re-encoding text:
 
     token_ids = prompt_ids(messages) + y_1 + obs_1 + y_2 + obs_2 + ... + y_T
@@ -232,16 +229,12 @@ class HFSampler(_Awake):
 def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
     """Runs inside the vLLM worker (`LLM.collective_rpc` passes it first): load HF-named weights.
 
-    `reload_weights(weights_iterator=...)` (vLLM's layerwise reload, vLLM >= 0.18) feeds the tensors to
-    the model's own `load_weights` (HF names -> vLLM's fused qkv_proj / gate_up_proj), re-runs each loaded
-    layer's post-load processing and copies the result into the existing tensors (CUDA-graph pointers stay
-    valid). A plain in-place `model.load_weights` is not enough: on CPU that processing prepacks each
-    linear weight for oneDNN and frees the original, so no plain tensor is left to copy into.
-
-    A tied head (SmolLM2, Qwen2.5 0.5-3B: lm_head.weight IS embed_tokens.weight) loads no tensor of its
-    own, so the reload never re-processes it, and where processing derives a private copy (CPU: the head's
-    packed GEMM weight) the engine would sample with the old head. So every layer sharing a parameter with
-    an earlier layer is re-processed from the now-updated shared tensor."""
+    `reload_weights` (vLLM >= 0.18) feeds them to the model's own `load_weights` (HF names -> fused qkv_proj),
+    re-runs each loaded layer's post-load processing and copies the result into the existing tensors (CUDA-graph
+    pointers stay valid); a plain `model.load_weights` finds no plain tensor on CPU, where that processing
+    prepacks and frees each weight. A tied head (lm_head.weight IS embed_tokens.weight) loads no tensor of its
+    own, yet processing may derive a private copy of it (CPU: the packed GEMM weight): so every layer sharing a
+    parameter with an earlier one is re-processed from the updated shared tensor."""
     from vllm.config import set_current_vllm_config
 
     worker.reload_weights(weights_iterator=weights)
@@ -256,17 +249,12 @@ def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) ->
 
 
 class VLLMSampler(_Awake):
-    """`vllm.LLM` behind the same interface: token-id prompts, SamplingParams(logprobs=0).
-
-    logprobs=0 returns the sampled token's log-prob, raw (vLLM's default logprobs_mode "raw_logprobs":
-    before temperature / top-p), the same quantity HFSampler returns. The engine runs inside this process
-    (VLLM_ENABLE_V1_MULTIPROCESSING=0), so load_weights hands it tensors by reference; under torchrun each
-    rank holds one engine (distributed_executor_backend="external_launcher", in-process too). Sleep mode
-    is used where the platform has it (CUDA, ROCm, XPU); elsewhere (CPU) sleep() / wake() are logged
-    no-ops. A request seed is derived per prompt (seed * 1_000_003 + i): one shared seed would give a
-    group's n identical prompts n identical samples. `seed` seeds the engine, which draws every unseeded
-    request: give each data-parallel engine its own (train.make_sampler: seed + rank).
-    """
+    """`vllm.LLM` behind the same interface: token-id prompts, SamplingParams(logprobs=0), which returns the
+    sampled token's raw log-prob (before temperature / top-p), as HFSampler does. The engine runs in this
+    process, so load_weights hands it tensors by reference; under torchrun each rank holds one engine. Sleep
+    mode where the platform has it; elsewhere (CPU) sleep() / wake() are no-ops. Request seeds are per prompt
+    (seed * 1_000_003 + i: a group's n identical prompts must not sample alike); `seed` seeds the engine,
+    which draws every unseeded request: give each data-parallel engine its own (train.make_sampler)."""
 
     def __init__(self, model: str, tokenizer=None, dtype: str = "auto", seed: int = 0,
                  gpu_memory_utilization: float = 0.5, max_model_len: int | None = None, sleep_level: int = 1,
@@ -313,12 +301,8 @@ class VLLMSampler(_Awake):
         return samples
 
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Stream (name, tensor) pairs, Hugging Face names, into the engine's model, without disk.
-
-        See `_engine_load_weights`, which runs in the worker: the iterator is consumed lazily, one
-        tensor at a time (so the learner can gather FSDP shards layer by layer). The prefix cache
-        holds KV computed with the old weights, so it is dropped.
-        """
+        """Stream (name, tensor) pairs, Hugging Face names, into the engine without disk, one tensor at a time
+        (`_engine_load_weights`); the prefix cache, KV of the old weights, is dropped."""
         self.llm.collective_rpc(_engine_load_weights, args=(iter(named_tensors),))
         self.llm.reset_prefix_cache()
 
@@ -338,12 +322,9 @@ class VLLMSampler(_Awake):
 class ScriptedSampler(_Awake):
     """Plays fixed responses as if sampled: ids = encode(response) + [end-of-turn], logprob 0.0.
 
-    scripts[e] lists episode e's responses, one per turn. Prompts carry no episode id, so each
-    prompt is matched to its episode by token prefix: a continuing episode's prompt extends the
-    ids it had after its last response (prompt + response + observation); a prompt that extends
-    none starts the next unstarted script. Like a real sampler it cuts at max_tokens ("length").
-    Used by replay() (below), tests, benchmarks and teaching.
-    """
+    scripts[e] lists episode e's responses, one per turn. Prompts carry no episode id: a continuing episode's
+    prompt extends its ids after its last response; a prompt that extends none starts the next unstarted
+    script. Like a real sampler it cuts at max_tokens ("length")."""
 
     def __init__(self, tokenizer, scripts: list[list[str]]):
         if not scripts or any(isinstance(s, str) for s in scripts):
@@ -412,17 +393,12 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
             progress: bool | None = None, stats: dict | None = None) -> list[list[env.Trajectory]]:
     """Run n episodes of every task, all live episodes stepping together; trajectories grouped by task.
 
-    Per turn: one sampler.generate over every live episode, one sandbox.grade_many for all their
-    public-test feedback; finished episodes drop out. At the end one grade_many runs every
-    episode's hidden tests. An episode is cut (Trajectory.truncated, meta["truncated"] says why) when
-    a response hits its token cap without the end-of-turn token ("length": the turn is kept and its
-    edits applied, but a cut-off response has no well-formed continuation, so the episode ends),
-    when the next observation leaves no room under max_total_tokens ("total_tokens"), or when the
-    turn limit ends an episode that neither finished nor passed ("max_turns").
-    The progress bar (turn, live episodes, tokens/s) shows on a terminal; progress=False hides it.
-    `stats`, when given, gets the seconds spent generating and in the sandbox added to
-    "generate_s" and "sandbox_s" (the trainer's step-time breakdown).
-    """
+    Per turn: one sampler.generate over every live episode, one sandbox.grade_many for their public-test
+    feedback; finished episodes drop out. At the end one grade_many runs every episode's hidden tests.
+    An episode is cut (meta["truncated"] says why) when a response hits its token cap ("length": the turn
+    is kept, but has no well-formed continuation), when the next observation leaves no room under
+    max_total_tokens ("total_tokens"), or at the turn limit without finishing or passing ("max_turns").
+    progress=False hides the bar (default: on a terminal); `stats` gets "generate_s" and "sandbox_s" added."""
     stats = {} if stats is None else stats
     if n < 1:
         raise ValueError(f"rollout: n={n}; pass n >= 1 episodes per task")
@@ -466,7 +442,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
                 sampled += len(s.token_ids)
             todo = [j for j in jobs if j is not None]
             t = time.time()
-            verdicts = iter(_grade(todo, env_cfg) if todo else [])
+            verdicts = iter(sandbox.grade_many(todo, workers=env_cfg.sandbox_workers) if todo else [])
             probes = iter(behaviour.probe_many(todo, _probe, env_cfg.sandbox_workers) if todo and env_cfg.probe else [])
             stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
             still = []
@@ -491,7 +467,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
             live = still
         bar.update(job_bar, description=f"grading {len(runs)} episodes")
         t = time.time()
-        finals = _grade([r.episode.final_job() for r in runs], env_cfg)
+        finals = sandbox.grade_many([r.episode.final_job() for r in runs], workers=env_cfg.sandbox_workers)
         stats["sandbox_s"] = stats.get("sandbox_s", 0.0) + time.time() - t
     groups: list[list[env.Trajectory]] = [[] for _ in tasks]
     for k, (r, v) in enumerate(zip(runs, finals)):
@@ -521,13 +497,6 @@ def _add_turn(r: _Run, s: Sample, eot: int, tokenizer) -> sandbox.GradeJob | Non
     turn = r.episode.turns[-1]
     turn.span, turn.offsets = (a, len(r.token_ids)), offsets
     return job
-
-
-def _grade(jobs, env_cfg: env.EnvConfig):
-    # Workers only when the caller sized them (train.py: cores / ranks on the node); else grade_many's default.
-    if env_cfg.sandbox_workers is None:
-        return sandbox.grade_many(jobs)
-    return sandbox.grade_many(jobs, env_cfg.sandbox_workers)
 
 
 def _probe(files: dict[str, str], stdin: str) -> str:  # protocol.behaviour's program, in the sandbox
