@@ -19,12 +19,9 @@ Generations. `--samples FILE`: JSONL lines {"task_id", "code"} (used as-is), {"t
 `--model M --mode single`: one response per sample, code = the last fenced block (the whole text if
 none; LiveCodeBench's rule below for it). `--mode agent`: the multi-turn environment (env.py) with
 public-test feedback; its final workspace is graded. Grading: sandbox.grade_many, mode "lcb" for
-livecodebench, "judge" otherwise.
-These keep the benchmarks' own semantics, loopholes included, so numbers compare with published
-ones: the test harness shares the interpreter with the solution, so code that writes the completion
-record and exits, returns an object whose __eq__ is always true, patches builtins the harness calls,
-or reads the tests from the harness's memory can pass (lcb also ships expected stdio outputs into
-the sandbox). Training rewards use mode "strict" (env.py's default), which closes these.
+livecodebench, "judge" otherwise: the benchmarks' own semantics, loopholes included (the harness shares
+the interpreter with the solution), so numbers compare with published ones. Training rewards use mode
+"strict" (env.py's default), which closes them.
 
 LiveCodeBench conventions (--bench livecodebench; --no-lcb-compat: off): n 10, pass@1 and @5, T 0.2, top-p 0.95,
 6 s per test, its prompt for the model's family (raw ChatML for Qwen2.5-Coder, else its generic chat prompt), its

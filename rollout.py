@@ -285,8 +285,7 @@ class VLLMSampler(_Awake):
         params = [self.vllm.SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
             stop_token_ids=_stop_ids(sampling, self.tokenizer), logprobs=0 if sampling.logprobs else None,
-            detokenize=False,
-            seed=None if sampling.seed is None else sampling.seed * 1_000_003 + i,
+            detokenize=False, seed=None if sampling.seed is None else sampling.seed * 1_000_003 + i,
         ) for i in range(len(prompts))]
         outs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         samples = []

@@ -17,10 +17,9 @@ The objective is a mean over every response token of the whole batch, so neither
 nor the world size may change it: each rank sums its token losses / global_tokens, and gradients are
 summed (FSDP's averaging off) across ranks.
 
-`python train.py --help` lists every Config field with its meaning and default. What the loop calls
-but a reader of the method need not read is in trainer/: log.py (config.json, metrics.jsonl, the
-step table), checkpoint.py (DCP save, exact resume, the HF export), fsdp.py (sharding, loading from
-rank 0), hardware.py (CPU bf16, the attention kernel).
+`python train.py --help` lists every Config field with its meaning and default. What the loop calls but a reader
+of the method need not read is in trainer/: log.py (config.json, metrics.jsonl, the step table), checkpoint.py
+(DCP save, exact resume, the HF export), fsdp.py (sharding), hardware.py (CPU bf16, the attention kernel).
 """
 
 from __future__ import annotations
@@ -310,8 +309,7 @@ def _chunk_logprobs(head, h, targets, entropy: bool):
     return lp, logz - (p * logits).sum(-1)
 
 
-def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False,
-                  config=None) -> Policy:
+def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False, config=None) -> Policy:
     """FSDP2 over a model built on the meta device; the weights come from rank 0 (trainer/fsdp.py).
 
     lm: the full model on rank 0 (any dtype: values are copied, upcast exactly); ignored on other
@@ -452,10 +450,9 @@ def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
         # A seed per rank: engines sharing one draw alike, and rank windows wrap around a small task file.
         # CPU: eager (compiling takes minutes). Sleep level 2 drops the weights: sync_weights rewrites them.
-        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(),
+        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(), sleep_level=2,
                                    gpu_memory_utilization=cfg.gpu_memory_utilization,
-                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
-                                   sleep_level=2)
+                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu")
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
     return rollout.HFSampler(hardware.prepack_linears(copy.deepcopy(lm).to(device).eval()), tokenizer)
 
@@ -465,8 +462,7 @@ def rollout_seed(seed: int, step: int, rank: int) -> int:
     return seed * 100003 + step * 101 + rank
 
 
-def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig,
-                 times: dict):
+def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig, times: dict):
     """Rollout until this rank has `share` groups (DAPO: skipping all-equal groups) or the limit.
     Returns (groups, rollout batches run)."""
     sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens)
@@ -553,8 +549,7 @@ def load_models(cfg: Config, device, rank: int, world: int):
     """(policy, ref or None, optimizer, sampler asleep, tokenizer)."""
     path = models.resolve(cfg.model)
     policy, ref, lm, tokenizer = load_learner(cfg, path, device, rank, world)
-    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                            fused=device.type == "cuda")
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, fused=device.type == "cuda")
     sampler = make_sampler(cfg, path, lm, tokenizer, device)  # after the learner: it sizes its pool from what is left
     del lm
     sampler.sleep()

@@ -5,9 +5,8 @@ contamination guard against the evaluation you name.
     python train.py --tasks "data/tasks.jsonl+apps@data/apps.parquet:difficulty=introductory" --max-prompt-chars 4000
 
 A source is `PATH.jsonl` (the project's task format) or `NAME[@PATH][:key=value,...]`: NAME one of
-benchmarks.list_benchmarks(), PATH a local file or directory in that benchmark's hub format (the hub when
-omitted), the keys its filters (benchmarks.filters_of). Sources join with "+"; a task id seen twice keeps
-its first source.
+benchmarks.list_benchmarks(), PATH a local file or directory in that benchmark's hub format (the hub when omitted),
+the keys its filters (benchmarks.filters_of). Sources join with "+"; a task id seen twice keeps its first source.
 
 `select` drops, and says why for each (the run directory's excluded.jsonl):
   * a task with no hidden test (nothing to reward);
@@ -137,8 +136,7 @@ def write_excluded(run: Path, dropped: list[dict]) -> Path:
 
 
 def order(tasks: list[Task], seed: int, k: int) -> Task:
-    """The task at position k of the run: epoch k // n is its own shuffle of the seed (epoch 0 the shuffle
-    train.py has always made)."""
+    """The task at position k of the run: epoch k // n is its own shuffle of the seed (epoch 0: as it always was)."""
     epoch, i = divmod(k, len(tasks))
     return tasks[_permutation(len(tasks), seed, epoch)[i]]
 
