@@ -111,8 +111,7 @@ class Config:
     grad_clip: float = 1.0  # max global gradient norm
     micro_batch_size: int = 4  # sequences per micro-batch, when micro_batch_tokens is 0
     micro_batch_tokens: int = 2048  # tokens per micro-batch (B x T_max; packed: their sum), longest first (verl)
-    pack: str = "auto"  # auto | on | off: a micro-batch's sequences in one padding-free row (exact). auto = on
-                        # with flash-attn (varlen); sdpa's block-diagonal mask: 0.59x padded tokens/s on CPU
+    pack: str = "auto"  # auto (flash-attn only: sdpa's mask ran 0.59x) | on | off: a micro-batch in one unpadded row
     ppo_epochs: int = 1  # passes over each rollout batch (TRL's num_iterations)
     ppo_mini_batches: int = 1  # optimizer steps per pass: the batch split in this many parts (verl's mini-batches)
     share_prefix: bool = True  # sdpa: a micro-batch's rows that begin alike (a group's prompt) run it once
@@ -377,7 +376,6 @@ def micro_batches(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], cfg:
     order, n = list(range(len(trajs))), [len(t.token_ids) for t in trajs]
     if cfg.micro_batch_tokens:
         pack, share, parts = hardware.packs(cfg, torch.device(device)), hardware.shares(cfg, torch.device(device)), []
-        # Longest first; sharing, a group's rows stay together (they share their prompt).
         order.sort(key=(lambda i: (trajs[i].task_id, -n[i])) if share else (lambda i: -n[i]))
         for i in order:
             p = [*(parts[-1] if parts else []), i]  # the current part, grown by i

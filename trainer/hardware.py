@@ -3,14 +3,10 @@ how the process keeps the memory it frees, packed weights for CPU decoding.
 
     python -c "import trainer.hardware as h; print(h.cpu_bf16_is_fast())"
 
-`cpu_bf16_is_fast()`: measured once per run (`settle_cpu_bf16`) (AMX / AVX512-BF16 multiply bf16 faster than fp32;
-elsewhere oneDNN emulates bf16). `attention(device)`: "flash_attention_2" where flash-attn is installed
-on a GPU (requirements-gpu.txt), else torch's "sdpa". `cpu_autocast`, `compute_bf16`, `packs`, `shares` turn
-these into what Config's dtype, pack and share_prefix mean on this machine.
-`keep_freed_memory()`: glibc keeps what the CPU learner frees for its next micro-batch (train.init calls it);
-`release_update_memory(opt)` returns it once the update is done.
-`prepack_linears(model)`: a CPU sampler's linears run on weights prepacked for oneDNN (few-row products 3-4x faster).
-`checkpoint_layers(model, mode)`: activation checkpointing of each decoder layer, full or selective.
+`cpu_bf16_is_fast()` (decided once per run: `settle_cpu_bf16`) and `attention(device)` become what Config's dtype,
+pack and share_prefix mean here (`cpu_autocast`, `compute_bf16`, `packs`, `shares`). `keep_freed_memory()`: glibc
+keeps what the CPU learner frees for its next micro-batch; `release_update_memory(opt)` returns it after the update.
+`prepack_linears(model)`: oneDNN-packed weights for a CPU sampler. `checkpoint_layers`: activation checkpointing.
 """
 
 from __future__ import annotations

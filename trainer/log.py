@@ -3,14 +3,11 @@
     python -c "from trainer.log import COLUMNS; print([name for name, _, _ in COLUMNS])"
     pip install -r requirements-track.txt && python train.py --wandb my-project --wandb-name try-1 --out runs/t1
 
-`run_info(cfg)` is what OUT/config.json holds: the resolved config, argv, code revision (cli.git_revision),
-Python / torch / transformers versions, world size and host. `Logger(run, cfg).log(m)` appends `m` to
-OUT/metrics.jsonl, to TensorBoard / W&B when asked, writes a few groups to OUT/groups/step_N.jsonl, and
-prints one table row (COLUMNS) per step. Everything happens on rank 0 only; `print0` is the trainer's rank-0 print.
-
-W&B (`--wandb PROJECT`): the run's id is kept in OUT/wandb_id, so `--resume` continues the same W&B run;
-every `--samples-every` steps a table of SAMPLE_ROWS completions with their task and reward; `close()`
-finishes the run. `accumulate_metrics` / `reduce_metrics` make train.learn's per-micro-batch metrics one step's.
+`run_info(cfg)` is OUT/config.json: the resolved config, argv, code revision, versions, world size and host.
+`Logger(run, cfg).log(m)` appends `m` to OUT/metrics.jsonl, to TensorBoard / W&B when asked, writes a few groups to
+OUT/groups/step_N.jsonl, and prints one table row (COLUMNS) per step, all on rank 0 (`print0`: the rank-0 print).
+W&B (`--wandb PROJECT`): `--resume` continues the same W&B run; every `--samples-every` steps a table of
+SAMPLE_ROWS completions. `accumulate_metrics` / `reduce_metrics` make train.learn's micro-batch metrics one step's.
 """
 
 from __future__ import annotations
