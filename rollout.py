@@ -170,8 +170,7 @@ class HFSampler(_Awake):
             ids[b, T - len(p) :] = torch.tensor(p)
             mask[b, T - len(p) :] = 1
         greedy = sampling.temperature == 0
-        # Rows with the same prompt (a group's n episodes in turn 1) share its prefill (CPU: 16 x 467 prompt
-        # tokens 9.6 s, the 2 distinct ones 1.1 s): generate starts from their KV cache, copied to every row.
+        # Rows with one prompt (a group in turn 1) share its prefill (9x faster on CPU), its KV cache copied to each.
         distinct, dev = {}, self.model.device
         rows = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]  # row -> its distinct prompt
         name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
@@ -229,12 +228,10 @@ class HFSampler(_Awake):
 def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
     """Runs inside the vLLM worker (`LLM.collective_rpc` passes it first): load HF-named weights.
 
-    `reload_weights` (vLLM >= 0.18) feeds them to the model's own `load_weights` (HF names -> fused qkv_proj),
-    re-runs each loaded layer's post-load processing and copies the result into the existing tensors (CUDA-graph
-    pointers stay valid); a plain `model.load_weights` finds no plain tensor on CPU, where that processing
-    prepacks and frees each weight. A tied head (lm_head.weight IS embed_tokens.weight) loads no tensor of its
-    own, yet processing may derive a private copy of it (CPU: the packed GEMM weight): so every layer sharing a
-    parameter with an earlier one is re-processed from the updated shared tensor."""
+    `reload_weights` (vLLM >= 0.18) feeds them to the model's `load_weights`, re-runs each loaded layer's post-load
+    processing (CPU: it prepacks and frees each weight) and copies the result into the existing tensors (CUDA graphs
+    stay valid). A tied head loads no tensor of its own, yet processing may derive a private copy of it (CPU: the
+    packed GEMM weight): so every layer sharing a parameter with an earlier one is re-processed from the update."""
     from vllm.config import set_current_vllm_config
 
     worker.reload_weights(weights_iterator=weights)

@@ -2,14 +2,12 @@
 
     python -m pytest -q tests/test_train_node.py -k load   # 2 ranks: every shard equals a plain load, exactly
 
-`shard(policy, lm, device, world, bf16, frozen)`: fully_shard each decoder layer of `policy.lm`, then the
-policy (the forward's root, so embedding / lm_head are gathered for it); allocate only this rank's
-shards and receive rank 0's tensors (`lm`, None on other ranks) one at a time by broadcast, keeping
-its slice (set_model_state_dict(full_state_dict, broadcast_from_rank0)). Non-persistent buffers (rotary
-inv_freq) are outside the state dict and are broadcast separately. bf16: bf16 compute with fp32
-master weights and fp32 gradient reduction. frozen (the KL reference): no gradients, shards offloaded
-to host memory on GPU, resharded after each forward. Gradients are summed across ranks, not
-averaged: the trainer's loss is already divided by the global token count.
+`shard(policy, lm, device, world, bf16, frozen)`: fully_shard each decoder layer of `policy.lm`, then the policy
+(the forward's root, so embedding / lm_head are gathered for it); allocate only this rank's shards and receive
+rank 0's tensors (`lm`, None on other ranks) one at a time by broadcast, keeping its slice. Non-persistent
+buffers (rotary inv_freq) are broadcast separately. bf16: bf16 compute, fp32 master weights and gradient
+reduction. frozen (the KL reference): no gradients, offloaded to host memory on GPU, resharded after each
+forward. Gradients are summed across ranks, not averaged: the loss is already divided by the global token count.
 """
 
 from __future__ import annotations

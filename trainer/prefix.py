@@ -2,16 +2,15 @@
 
     python -m pytest -q tests/test_train.py -k prefix   # log-probs and gradients equal the padded batch's
 
-A group's G trajectories begin with the same prompt, most of their tokens on the CPU demo (467 of ~570).
-`tree_row` lays a right-padded batch out as
+A group's G trajectories share their prompt (467 of ~570 tokens on the CPU demo). `tree_row` lays a right-padded
+batch out as
 
     [ p_0 .. p_{P-1} | rest of row 0 | rest of row 1 | ... ]       one row of N = P + sum(n_b - P) tokens
 
-with each rest's position ids continuing from P and a boolean (N, N) mask under which a token sees the
-prefix and the earlier tokens of its own rest: every row's attention is what it was in the padded batch,
-so log-probs equal the padded forward's up to float order, and the prefix's gradient is the sum over
-its rows. `index[b, j]` is where row b's position j sits. The mask is N^2 booleans, N bounded by
-Config.micro_batch_tokens (`tokens` counts it); it needs a kernel that takes any mask (sdpa, eager).
+with each rest's position ids continuing from P and a boolean (N, N) mask under which a token sees the prefix
+and the earlier tokens of its own rest: every row's attention is what it was in the padded batch, so log-probs
+equal the padded forward's up to float order, and the prefix's gradient is the sum over its rows. `index[b, j]`
+is where row b's position j sits. The N^2 mask (`tokens` counts N) needs a kernel that takes any (sdpa, eager).
 """
 
 from __future__ import annotations
