@@ -79,28 +79,23 @@ class Sample:
     finish_reason: str  # "stop": ended on a stop token; "length": hit max_tokens without one
 
 
-def _stop_ids(sampling: Sampling, tokenizer) -> list[int]:
-    if sampling.stop_token_ids is not None:
-        return list(sampling.stop_token_ids)
-    if tokenizer.eos_token_id is None:
-        raise ValueError("the tokenizer has no eos token; pass Sampling(stop_token_ids=[...])")
-    return [tokenizer.eos_token_id]
-
-
-def _check_prompts(prompts: list[list[int]]) -> None:
-    for i, p in enumerate(prompts):
-        if not p:
-            raise ValueError(f"prompt {i} is empty; every prompt needs at least one token id")
-
-
 class _Awake:
-    """Every sampler's sleep/wake flag (generating asleep is a bug in the caller's loop); HF and scripted: only that."""
+    """Every sampler's sleep/wake flag (generating asleep is a bug in the caller's loop) and generate's checks."""
 
     asleep = False
 
-    def _check_awake(self):
+    def _begin(self, prompts: list[list[int]], sampling: Sampling) -> list[int]:
+        """The stop token ids of a generate call that may run: awake, and no prompt empty."""
         if self.asleep:
             raise RuntimeError(f"{type(self).__name__}.generate called while asleep; call wake() first")
+        for i, p in enumerate(prompts):
+            if not p:
+                raise ValueError(f"prompt {i} is empty; every prompt needs at least one token id")
+        if sampling.stop_token_ids is not None:
+            return list(sampling.stop_token_ids)
+        if self.tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer has no eos token; pass Sampling(stop_token_ids=[...])")
+        return [self.tokenizer.eos_token_id]
 
     def sleep(self) -> None:
         self.asleep = True
@@ -146,9 +141,7 @@ class HFSampler(_Awake):
 
     @torch.no_grad()
     def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
-        self._check_awake()
-        _check_prompts(prompts)
-        stop = _stop_ids(sampling, self.tokenizer)
+        stop = self._begin(prompts, sampling)
         # Longest first, so prompts of similar length share a batch and pad less.
         order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
         out: list[Sample | None] = [None] * len(prompts)
@@ -277,11 +270,10 @@ class VLLMSampler(_Awake):
             self.tokenizer = self.llm.get_tokenizer()
 
     def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
-        self._check_awake()
-        _check_prompts(prompts)
+        stop = self._begin(prompts, sampling)
         params = [self.vllm.SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-            stop_token_ids=_stop_ids(sampling, self.tokenizer), logprobs=0 if sampling.logprobs else None,
+            stop_token_ids=stop, logprobs=0 if sampling.logprobs else None,
             detokenize=False, seed=None if sampling.seed is None else sampling.seed * 1_000_003 + i,
         ) for i in range(len(prompts))]
         outs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
@@ -341,9 +333,7 @@ class ScriptedSampler(_Awake):
         return fresh[0]
 
     def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
-        self._check_awake()
-        _check_prompts(prompts)
-        stop = _stop_ids(sampling, self.tokenizer)
+        stop = self._begin(prompts, sampling)
         taken: set[int] = set()
         samples = []
         for p in prompts:
