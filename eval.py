@@ -89,8 +89,7 @@ class EvalConfig:
     sampler: str = "auto"               # auto (vllm on GPU, else hf) | hf | vllm
     batch_size: int = 16                # tasks per generation batch (a resume point); --endpoint: requests in flight
     seed: int = 0                       # sampling seed
-    lcb_compat: bool = True             # livecodebench: its conventions (n 10, 6 s per test, its prompt for the
-                                        # model's family, its extraction, its output files); --no-lcb-compat: ours
+    lcb_compat: bool = True             # livecodebench: its n, timeout, prompt, extraction, files; off: ours
     # grading
     timeout: float | None = None        # seconds per test (wall and CPU); None: sandbox.Limits' default
     workers: int | None = None          # sandbox processes; None: all cores
@@ -478,8 +477,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     if cfg.samples:
         if unknown:
             console.print(f"[yellow]note:[/] {unknown} sample entries name tasks outside this selection; ignored")
-        short = sum(len(given.get(t.id, [])) < n for t in tasks)
-        if short:
+        if short := sum(len(given.get(t.id, [])) < n for t in tasks):
             console.print(f"[yellow]note:[/] {short} tasks have fewer than n={n} samples; the missing ones fail")
         _fill_from_samples(tasks, given, n, records)
         save_records(out, records)
@@ -488,8 +486,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     _grade_pending(cfg, tasks, n, records, out, console, grade_mode)
 
     result = {"bench": cfg.bench, **summarize(tasks, records, n, cfg.k)}
-    skipped = [k for k in cfg.k if k > n]
-    if skipped:
+    if skipped := [k for k in cfg.k if k > n]:
         console.print(f"[yellow]note:[/] pass@{','.join(map(str, skipped))} needs n >= k; run with a larger --n")
     result |= {"config": saved, "wall_s": round(time.time() - t0, 3), "revision": cli.git_revision(),
                "python": sys.version.split()[0]}

@@ -15,8 +15,7 @@ builds one token sequence per episode without ever re-encoding text:
 
     token_ids = prompt_ids(messages) + y_1 + obs_1 + y_2 + obs_2 + ... + y_T
     loss_mask = 1 exactly on every y_t (a sampled end-of-turn token included); Turn.span = y_t's range
-    obs_t     = protocol.chat.observation_ids: the template delta (end-of-turn if y_t lacks it, user message,
-                assistant header)
+    obs_t     = chat.observation_ids: the template delta (end-of-turn if y_t lacks it, user message, assistant header)
 
 `replay(task, responses, tokenizer, **cfg)` pushes scripted responses through this loop as if sampled.
 
@@ -411,8 +410,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
         while live:
             turn += 1
             bar.update(job_bar, description=f"turn {turn}: {len(live)} live, {sampled / (time.time() - t0):.0f} tok/s")
-            # One call for every live episode. Each episode's own cap (its total-token budget shrinks
-            # as its conversation grows) is applied afterwards: a sample's prefix is a sample.
+            # One call for all; each episode's cap (its budget shrinks as it grows) applies after: a prefix is a sample.
             caps = [min(sampling.max_tokens, env_cfg.max_response_tokens, env_cfg.max_total_tokens - len(r.token_ids))
                     for r in live]
             # A fresh seed per turn: reusing one would replay the same random draws every turn.

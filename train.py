@@ -13,9 +13,8 @@ One step (DESIGN.md §5), every rank on its own share of the tasks:
     -> compute_advantages (per task group; groups never span ranks) -> old/ref log-probs
     -> policy_loss over micro-batches, normalized by the GLOBAL token count -> optimizer step
 
-The objective is a mean over every response token of the whole batch, so neither the micro-batch size
-nor the world size may change it: each rank sums its token losses / global_tokens, and gradients are
-summed (FSDP's averaging off) across ranks.
+The objective is a mean over every response token of the batch, whatever the micro-batch or world size: each
+rank sums its token losses / global_tokens, and gradients are summed (FSDP's averaging off) across ranks.
 
 `python train.py --help` lists every Config field with its meaning and default. What the loop calls but a reader
 of the method need not read is in trainer/: log.py (config.json, metrics.jsonl, the step table), checkpoint.py
@@ -131,8 +130,7 @@ class Config:
     tensorboard: bool = False  # also log to OUT/tb
 
 
-# The reference's hyperparameters (DESIGN.md §5) with DiDPO and this project's refinements (--paper: the paper's
-# DiDPO), LiveCodeBench before 2024-08.
+# The reference's hyperparameters (DESIGN.md §5), LiveCodeBench before 2024-08, our refinements (--paper: none).
 PRESETS = {
     "Qwen2.5-7B-Coder": dict(
         sampler="vllm", dtype="bfloat16", activation_checkpointing="full", difficulty="", norm="mean_norm",
@@ -193,8 +191,7 @@ def loss_config(cfg: Config) -> ppo.LossConfig:
 
 
 def env_config(cfg: Config) -> envlib.EnvConfig:
-    # Every rank grades at once: one worker per core each would oversubscribe the node by the local
-    # world size, and correct programs would hit the sandbox's wall-clock limit.
+    # Every rank grades at once: a worker per core each would oversubscribe the node and time out correct programs.
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     workers = max(1, cores // int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
     return envlib.EnvConfig(max_turns=cfg.max_turns, reward=cfg.reward, invalid_penalty=cfg.invalid_penalty,
@@ -206,8 +203,7 @@ def env_config(cfg: Config) -> envlib.EnvConfig:
 # ----------------------------------------------------------------------------- distributed prologue
 
 
-# A rank with a short rollout waits in the next collective while the others still roll out (8 turns
-# x 4,096 tokens, sandbox runs, up to 20 DAPO batches): NCCL's default 10-minute watchdog would kill it.
+# A rank done rolling out waits in a collective for the others, for hours: past NCCL's 10-minute watchdog.
 PG_TIMEOUT = datetime.timedelta(seconds=int(os.environ.get("DIDPO_PG_TIMEOUT_S", 4 * 3600)))
 
 

@@ -5,11 +5,10 @@
 `save(run, policy, opt, step, cursor, keep_last)`: a DCP of the sharded model and optimizer, each rank's RNG, the
 step and the task cursor, written to OUT/checkpoints/.step_N.tmp and renamed to step_N (a COMPLETE file marks it)
 once every rank is done: a kill mid-write leaves the previous one intact. The last `keep_last` are kept.
-Both writers check the free disk first and raise `DiskFull`, naming the sizes and the fix, before
-writing anything; a write that fails anyway removes its partial directory and leaves the previous intact.
-`load(path, policy, opt) -> (step, cursor)` restores all of it, so a resumed run repeats the uninterrupted
-one bit for bit. `find_resume(run, resume)`: "" none, "auto" the latest complete one, else that directory;
-`resume(run, resume, policy, opt)` loads it, if any, and returns where to start.
+Both writers check the free disk first and raise `DiskFull`, naming the sizes and the fix, before writing anything;
+a write that fails anyway removes its partial directory. `load(path, policy, opt) -> (step, cursor)` restores all of
+it, so a resumed run repeats the uninterrupted one bit for bit. `find_resume(run, resume)`: "" none, "auto" the
+latest complete one, else that directory; `resume(run, resume, policy, opt)` loads it and returns where to start.
 `export(policy, tokenizer, out, dtype)`: a Hugging Face directory for transformers, vLLM and eval.py.
 """
 
@@ -68,8 +67,7 @@ def save(run: Path, policy, opt, step: int, cursor: int, keep_last: int) -> Path
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     rank = dist.get_rank()
-    final = run / "checkpoints" / f"step_{step}"
-    tmp = run / "checkpoints" / f".step_{step}.tmp"
+    final, tmp = run / "checkpoints" / f"step_{step}", run / "checkpoints" / f".step_{step}.tmp"
     model_sd, optim_sd = get_state_dict(policy, opt)
     error = None
     if rank == 0:
@@ -140,10 +138,9 @@ def resume(run: Path, spec: str, policy, opt) -> tuple[int, int]:
 
 
 def export(policy, tokenizer, out: Path, dtype: torch.dtype = torch.float32) -> None:
-    """A Hugging Face directory (safetensors, config, tokenizer, chat template) for transformers,
-    vLLM and `eval.py --model`, in `dtype` with the config's dtype saying so: bf16 for a bf16 run
-    (half the bytes of the fp32 master weights, and vLLM's dtype="auto" would serve an fp32 config
-    in fp16, where Qwen2.5 is fragile)."""
+    """A Hugging Face directory (safetensors, config, tokenizer, chat template) for transformers, vLLM and `eval.py
+    --model`, in `dtype` with the config saying so: bf16 for a bf16 run (half the bytes of fp32, and vLLM's
+    dtype="auto" would serve an fp32 config in fp16, where Qwen2.5 is fragile)."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
     sd = get_model_state_dict(policy.lm, options=StateDictOptions(full_state_dict=True, cpu_offload=True))

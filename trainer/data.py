@@ -159,9 +159,8 @@ def training_set(spec: str, holdout: str = "", cutoff: str = "", difficulty: str
     found = load(spec)
     kept, dropped = select(found, difficulty, max_prompt_chars, cutoff, load(holdout) if holdout else [])
     counts = Counter(next(label for start, label in _LABELS if d["why"].startswith(start)) for d in dropped)
-    line = (f"data: {len(kept)} of {len(found)} tasks from {spec}; removed {len(dropped)}"
-            + (f" ({', '.join(f'{k}: {n}' for k, n in sorted(counts.items()))}), listed in excluded.jsonl"
-               if counts else ""))
+    why = f" ({', '.join(f'{k}: {n}' for k, n in sorted(counts.items()))}), listed in excluded.jsonl" if counts else ""
+    line = f"data: {len(kept)} of {len(found)} tasks from {spec}; removed {len(dropped)}{why}"
     if not kept:
         levels = sorted({str(t.meta.get("difficulty")) for t in found})
         raise DataError(f"--tasks {spec}: no task left of {len(found)} (difficulties {', '.join(levels)}; "

@@ -30,11 +30,9 @@ def shard(policy: torch.nn.Module, lm: torch.nn.Module | None, device: torch.dev
     kw = dict(mesh=mesh, mp_policy=mp, offload_policy=CPUOffloadPolicy() if offload else OffloadPolicy())
     for layer in shell.model.layers:
         fully_shard(layer, **kw)
-    # The root keeps embedding / lm_head gathered after forward by default (backward follows at
-    # once); the reference has no backward, so it frees them.
+    # The root keeps embedding / lm_head gathered after forward for the backward; the reference has none: free them.
     fully_shard(policy, **kw, **({"reshard_after_forward": True} if frozen else {}))
-    # Every collective runs on the training device (NCCL takes CUDA tensors only), so the shards
-    # are allocated there and loaded; an offloaded reference moves to host memory afterwards.
+    # Collectives run on the training device (NCCL: CUDA only): shards are loaded there, then an offload moves them.
     policy.to_empty(device=device)
     full = lm.state_dict() if rank == 0 else {}
     set_model_state_dict(shell, full, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))

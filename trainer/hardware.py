@@ -25,9 +25,8 @@ _fast: bool | None = None  # the run's decision, once made
 
 
 def settle_cpu_bf16(run: Path, resume: bool) -> None:
-    """One decision per run: rank 0 probes, or reads what the run decided before when resuming, and
-    every rank takes its answer. The probe times matmuls, so under another load it could flip between
-    ranks, or between a run and its resumption, and exact resume needs the same numerics."""
+    """One decision per run: rank 0 probes (resuming: reads the run's), every rank takes its answer. A timing
+    could flip between ranks, or across a resume, and exact resume needs the same numerics."""
     global _fast
     saved = run / "cpu_bf16.json"
     fast = [None]
@@ -150,9 +149,8 @@ class _PrepackedLinear(torch.nn.Linear):
 
 
 def prepack_linears(model: torch.nn.Module) -> torch.nn.Module:
-    """Make every plain nn.Linear of `model` a _PrepackedLinear (same parameters and state_dict) where torch
-    has oneDNN (x86 / ARM CPU builds). For a sampler's own model (train.make_sampler, eval): each pack is
-    a second copy of its weight."""
+    """Make every plain nn.Linear of `model` a _PrepackedLinear (same parameters and state_dict) where torch has
+    oneDNN. For a sampler's own model (train.make_sampler, eval): each pack is a second copy of its weight."""
     if torch.backends.mkldnn.is_available():
         for m in model.modules():
             if type(m) is torch.nn.Linear:
@@ -185,8 +183,7 @@ def checkpoint_layers(model: torch.nn.Module, mode: str) -> None:
 
         kwargs["context_fn"] = functools.partial(create_selective_checkpoint_contexts, _keep_matmuls)
     # activation_checkpointing_enable() exists only in recent transformers (vLLM pins its own).
-    enable = getattr(model, "activation_checkpointing_enable", None)
-    if enable is not None:
+    if (enable := getattr(model, "activation_checkpointing_enable", None)) is not None:
         enable(activation_checkpointing_kwargs=kwargs)
     else:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
