@@ -20,17 +20,20 @@ resident memory (VmHWM) is read from its process. --pool pools seeds: DiDPO minu
 pass@1 (per-task differences; seeds, then tasks resampled) and on the last window (seeds, then steps).
 
 Measured on the pairs tier (2026-12-06, 2 cores, one thread per run, two runs side by side; --algos didpo,grpo
---steps 20 --eval-n 2 --threads 1, seeds 0 and 1; bench/results/learn-pairs-*.json and -pooled.png):
-    held-out pass@1 before 0.025 / 0.050 (40 tasks x 2); after, seed 0: didpo 0.138, grpo 0.212; seed 1: didpo
-    0.200, grpo 0.000. Last 10 steps' all-pass: seed 0 didpo 0.50, grpo 0.74; seed 1 didpo 0.75, grpo 0.00
-    (grpo drew one winner in 20 steps, at step 2, and its responses stayed at the 256-token cap; didpo's fell to
-    ~70 tokens by step 12). Pooled didpo - grpo: held-out +0.062 [-0.119, +0.250], last 10 steps +0.256
-    [-0.338, +0.806]. Two seeds that disagree: no separation. Held-out functions stay at 0.00-0.03 for both;
-    the held-out pairs carry the rise (didpo 0.55 / 0.80, grpo 0.75 / 0.00 from 0.10 / 0.15).
-    GRPO on the fraction reward (grpo-frac), seed 1 only: held-out 0.037, last 10 steps' all-pass 0.20 (didpo -
-    grpo-frac +0.55 [0.34, 0.75], paired by step, one seed): partial credit alone did not do what didpo did there.
-    Cost per run: 37-82 s a step (longer responses, longer steps), 3-6 min per 80-sample eval, peak RSS 8.1-9.6 GB
-    (training and eval in one process).
+--steps 20 --eval-n 2 --threads 1, seeds 0-2; gigpo on seed 2, grpo-frac on seed 1; bench/results/learn-pairs-*):
+    held-out pass@1 (40 tasks x 2) before 0.025 / 0.050 / 0.037; after, didpo 0.138 / 0.200 / 0.312, grpo
+    0.212 / 0.000 / 0.212, gigpo (seed 2) 0.237. Last 10 steps' all-pass: didpo 0.50 / 0.75 / 0.82, grpo
+    0.74 / 0.00 / 0.40, gigpo 0.57. Pooled didpo - grpo (3 seeds): held-out +0.075 [-0.062, +0.212], last 10
+    steps +0.312 [-0.204, +0.750]: no separation; seed 0 has grpo ahead. Seed 1's grpo drew one winner in 20
+    steps and its responses stayed at the 256-token cap; didpo's fell to ~70 tokens by step 12 (A^V separates
+    function versions by their public tests in groups with no winner). Seed 2: didpo - gigpo last 10 +0.25
+    [0.01, 0.50], one seed. grpo-frac (seed 1): held-out 0.037, last 10 0.20. Held-out functions stay at
+    0.00-0.10 for every algorithm: the held-out pairs of trained functions carry the rise.
+    Cost per run: 37-82 s a step (the update grows with response tokens), 4-10 min per 80-sample eval. Peak
+    RSS of training (VmHWM, read before the eval) 8.1-9.6 GB: policy 0.54 + AdamW 1.08 + gradients 0.54 + the
+    HF sampler's copy 0.54 and its oneDNN-packed linears 0.54 GB, and an update's activations (1.8 MB a token
+    without --activation-checkpointing; with it, autograd saves 0.2 GB and per-layer transients stay in
+    glibc's heap until release_update_memory's trim).
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
