@@ -21,8 +21,11 @@ Glue that every final workspace holds leaves every clause: else it would exonera
 caught bugs expected among f's tested versions. Mean field over the three states, q = P(correct), k = P(caught):
   log P(correct)            += Σ_{c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) + Σ_{w apart from u} log(1 − (1 − APART)·q_w)
   log P(correct or escaped) += Σ_{caught c ∋ u} log(1 − Π_{w∈c, w≠u} (1 − k_w))
-A^V_{i,t,u} = s·(q_u − q̄) − A^E_i on the piece's tokens; q̄ = the mean over trajectories of their pieces' mean q
-(R_j if none), s = one unit of Y in A^E's units. Where R is win/loss, A^D is first centred inside each piece:
+A^V_{i,t,u} = s·(q_u − q̄) − A^E_i on the piece's tokens; q̄ = the mean over trajectories of their judged pieces'
+mean q (R_j if none), s = one unit of Y in A^E's units. u is judged where a test, R ≥ 1 or the probe bears on u
+itself, or a loss that only u explains (the rest of that final workspace verified or passing); else q_u := q̄, no
+push: at 1/2 against a q̄ of bugs, code that never ran (cut off, a syntax error) drew credit, and a run learned
+to write long unclosed blocks (bench/learn.py, seed 3). Where R is win/loss, A^D is first centred inside each piece:
 the verdict has read R. Why: most versions are written once in a group and form no anchor; the clauses exonerate
 a loser's correct version that a winner also wrote and convict the one left to blame (behaviour: +0.12-0.17).
 """
@@ -69,13 +72,14 @@ class Posterior(NamedTuple):
     q: dict[Version, float]         # version -> P(correct)
     escape: dict[str, float]        # function -> π̂_f, how often its bugs pass its public tests
     apart: dict[Version, list]      # version -> the versions it behaves apart from
+    judged: frozenset = frozenset()  # the versions some evidence bears on (A^V reads q̄ for the rest: no push)
 
 
 def posterior(group: list[Trajectory], solve=None) -> Posterior:
     """The verdict on every version a group wrote (module docstring). solve(clauses, known, passed, apart=...)
     -> (q of the free versions, π̂): mean_field, or another solver (bench/credit.py's exact ones)."""
     pieces: list[list[Piece]] = [[] for _ in group]
-    bugs, good, clauses, passed, finals, acts = set(), set(), [], set(), [], {}
+    bugs, good, clauses, passed, finals, acts, judged = set(), set(), [], set(), [], {}, set()
     for i, tr in enumerate(group):
         for t, turn in enumerate(tr.turns):
             wrote, body, echoed = written_functions(turn)
@@ -91,6 +95,7 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
                 if index and index.get(f):  # tests that name f judge it; a failure a callee may share is a clause
                     if (ok := passes(turn.public, f, calls := functools.partial(callees, body, f), index)) is None:
                         clauses.append({version[f]} | {version.get(g) or _version(body, g) for g in calls()})
+                        judged.update(clauses[-1])
                     else:
                         (passed if ok else bugs).add(version[f])
             mine = {u for _, u, _ in pieces[i]}
@@ -99,6 +104,7 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
                     pieces[i].append(Piece(t, u, rs))
             if broke:  # some version of S_t is a bug (that one, if it is alone there)
                 (bugs.update if len(body) == 1 else clauses.append)(Caught(version.values()))
+                judged.update(version.values())
             elif program:  # a pass for each version it wrote
                 passed.update(version[f] for f in wrote)
         if tr.turns:
@@ -118,7 +124,9 @@ def posterior(group: list[Trajectory], solve=None) -> Posterior:
              if (ws := [w for w, jo in us if w != u and differ(io, jo, outside[f])])}
     free, escape = (solve or mean_field)(live, known, passed, apart=apart)[:2]
     q = defaultdict(lambda: PRIOR, known | free)
-    return Posterior(pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape, apart)
+    judged |= known.keys() | passed | apart.keys()  # a test, R >= 1 or the probe bears on u itself; or a failure
+    judged |= {u for c in live for u in c if c - {u} <= good | passed}  # that only u can explain (the rest passed)
+    return Posterior(pieces, {u: q[u] for ps in pieces for _, u, _ in ps}, escape, apart, frozenset(judged))
 
 
 def _version(body: dict[str, list[str]], f: str) -> Version:
@@ -175,8 +183,9 @@ def attach(group: list[Trajectory], diff: list[np.ndarray], episode: list[float]
     post = posterior(group)
     pieces, q = post.pieces, post.q
     s = (max(episode) - min(episode)) / (max(ys) - min(ys)) if group and max(ys) > min(ys) else 0.0  # A^E per Y
-    qbar = math.fsum(np.mean([q[u] for _, u, _ in ps]) if ps else min(tr.reward, 1.0)
+    qbar = math.fsum(np.mean(qs) if (qs := [q[u] for _, u, _ in ps if u in post.judged]) else min(tr.reward, 1.0)
                      for ps, tr in zip(pieces, group)) / max(len(group), 1)  # mean over trajectories
+    q = {u: v if u in post.judged else qbar for u, v in q.items()}  # nothing bears on u: the group's mean, no push
     win_loss = not any(0.0 < tr.reward < 1.0 for tr in group)  # the verdict read R; A^D's mean would repeat it
     for i, tr in enumerate(group):
         if not pieces[i]:

@@ -322,12 +322,12 @@ def test_reemitted_subdiff_earns_no_diff_credit(tiny_tokenizer):
     assert values(tr, a, 0, region(tr.turns[0], G_OK)) != {ae}          # g written in turn 1: diff credit
     assert values(tr, a, 1, region(tr.turns[1], G_OK)) == {ae}          # the same g re-emitted in turn 2: none
     # f bad, replaced in turn 2: no evidence on it (traj 2's loss is explained by g bad, convicted by traj 1): q = 1/2,
-    # A^V = s·(1/2 − q̄), s = 1 (mean_norm), q̄ = the mean over trajectories of the mean q of their pieces
+    # and no push either way (A^V = −A^E: the group's mean q, q̄, in place of q), where A^D has none to give
     on = didpo.compute_credit(group, didpo.AdvConfig())
-    pieces, q = verdict.posterior(group)[:2]
-    qbar = sum(sum(q[u] for _, u, _ in ps) / len(ps) for ps in pieces) / len(pieces)
-    assert (qf := q[("f", ("def f(a, b):", "s = a-b", "return s"))]) == pytest.approx(0.5)
-    assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {round(qf - qbar, 5)}
+    pieces, q, _, _, judged = verdict.posterior(group)
+    qbar = sum(sum(qs) / len(qs) for ps in pieces if (qs := [q[u] for _, u, _ in ps if u in judged])) / len(pieces)
+    assert q[(fb := ("f", ("def f(a, b):", "s = a-b", "return s")))] == pytest.approx(0.5) and fb not in judged
+    assert values(tr, on.token_adv[0], 0, region(tr.turns[0], F_BAD)) == {0.0}
     # but the verdict credits the re-emitted g as the version it is (verified by the winners): q = 1
     assert [u[0] for t, u, _ in pieces[0] if t == 1] == ["f", "g"]
     assert values(tr, on.token_adv[0], 1, region(tr.turns[1], G_OK)) == {round(1 - qbar, 5)}
@@ -561,6 +561,37 @@ def test_where_no_one_passed_the_verdict_keeps_its_unit(tiny_tokenizer):
             for code in (f, g):
                 want = round(q[code.splitlines()[1].strip()] - qbar, 5)
                 assert values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code)) == {want}, (c, i, code)
+
+
+def test_code_the_tests_never_ran_gets_no_push(tiny_tokenizer):
+    """No one wins; one response is cut off inside its fenced block (a syntax error: no public test runs) after an
+    f of its own and a made-up h, another has no code (the invalid-turn penalty: s = 1). Nothing bears on the
+    cut-off versions but the loss, which either explains: they keep the group's mean (A^D aside, no push). With the
+    prior's 1/2 against a q̄ of bugs and empty trajectories they drew +0.3, and a run learned to write long,
+    unclosed, untested blocks (bench/learn.py, seed 3). The versions that ran keep their verdict; and where the
+    cut-off f is one that passed elsewhere, the loss is h's alone: h is convicted."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert g(0) == 1")])
+    cut = "Here.\n```python\n{}\ndef h(x):\n    return (x +"
+    responses = [whole(F_BAD, G_BAD), whole(F_OK, G_BAD), cut.format(F_OK.replace("a+b", "b+a")), "I would write f."]
+    group = [rollout.replay(task, [r], tiny_tokenizer, max_turns=1) for r in responses]
+    assert [tr.reward for tr in group] == [0.0] * 4 and group[2].turns[0].public is None
+    assert [tr.turns[0].reward for tr in group] == [0.0, 0.0, 0.0, -0.01]
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    post = cr.posterior
+    cut_versions = {u for _, u, _ in post.pieces[2]}
+    assert {u.function for u in cut_versions} == {"f", "h"} and not cut_versions & post.judged
+    cut_off = [v for _, _, rs in post.pieces[2] for r in rs for v in values(group[2], cr.token_adv[2], 0, r)]
+    assert cut_off and max(map(abs, cut_off)) < 0.05, cut_off  # A^V = −A^E: A^D alone, centred in each piece
+    q = {u[1][1]: v for u, v in post.q.items() if u in post.judged}
+    assert q["s = a+b"] > 0.5 > q["s = a-b"] == q["y = x*4"] == 0.0     # the versions that ran: judged as before
+    assert min(values(group[1], cr.token_adv[1], 0, region(group[1].turns[0], F_OK))) > 0.3
+    assert max(values(group[1], cr.token_adv[1], 0, region(group[1].turns[0], G_BAD))) < 0
+    group[2] = rollout.replay(task, [cut.format(F_OK)], tiny_tokenizer, max_turns=1)
+    post = verdict.posterior(group)
+    assert {u.function: post.q[u] < 0.5 for _, u, _ in post.pieces[2]} == {"f": False, "h": True}
+    assert {u for _, u, _ in post.pieces[2]} <= post.judged
 
 
 def test_glue_in_every_workspace_takes_no_blame(tiny_tokenizer):
@@ -840,10 +871,10 @@ def test_versions_that_behave_apart_are_not_both_correct(tiny_tokenizer):
     assert abs(q[False][f] - q[False][g]) < 0.01, q[False]
     assert q[True][f] < q[True][g] - 0.1, q[True]
     cr = didpo.compute_credit(group, didpo.AdvConfig())  # the last group: no probe, no pairs
-    assert cr.posterior.apart == {} and "apart" not in explain.verdict_line(*cr.posterior[1:])
+    assert cr.posterior.apart == {} and "apart" not in explain.verdict_line(*cr.posterior[1:4])
     group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in plan]
     cr = didpo.compute_credit(group, didpo.AdvConfig())
-    assert explain.verdict_line(*cr.posterior[1:]).endswith(
+    assert explain.verdict_line(*cr.posterior[1:4]).endswith(
         "; apart (they behave differently near f's tests, so not both correct): f v1 / v2, f v2 / v3, g v1 / v2")
 
 
