@@ -20,19 +20,19 @@ resident memory (VmHWM) is read from its process. --pool pools seeds: DiDPO minu
 pass@1 (per-task differences; seeds, then tasks resampled) and on the last window (seeds, then steps).
 
 Measured on the pairs tier (2026-12-06, 2 cores, one thread per run, two runs side by side; --algos didpo,grpo
---steps 20 --eval-n 2 --threads 1, seeds 0-3; gigpo on seed 2, grpo-frac on seed 1; bench/results/learn-pairs-*):
-    held-out pass@1 (40 tasks x 2) before 0.025 / 0.050 / 0.037 / 0.075; after, didpo 0.138 / 0.200 / 0.312 /
-    0.000, grpo 0.212 / 0.000 / 0.212 / 0.188, gigpo (seed 2) 0.237. Last 10 steps' all-pass: didpo 0.50 / 0.75 /
-    0.82 / 0.09, grpo 0.74 / 0.00 / 0.40 / 0.56, gigpo 0.57. Pooled didpo - grpo (4 seeds): held-out +0.009
-    [-0.144, +0.159], last 10 steps +0.116 [-0.375, +0.613]: no separation; each algorithm fails on some seed.
-    Seed 1's grpo drew one winner in 20 steps and stayed at the 256-token cap, while didpo learned from groups
-    with no winner (A^V separates function versions by their public tests). Seed 3 is the same mechanism gone
-    wrong: didpo's responses grew to the cap, a fenced block never closed, full of re-defined functions (some
-    right, which A^V credits), entropy 1.1 -> 0.2-0.4, pass ~0. Seed 2: didpo - gigpo last 10 +0.25 [0.01,
-    0.50], one seed. grpo-frac (seed 1): held-out 0.037, last 10 0.20. Held-out functions stay at 0.00-0.10 for
-    every algorithm: the held-out pairs of trained functions carry the rise.
-    Cost per run: 37-82 s a step (the update grows with response tokens), 4-10 min per 80-sample eval. Peak
-    RSS of training (VmHWM, read before the eval) 8.1-9.6 GB: policy 0.54 + AdamW 1.08 + gradients 0.54 + the
+--steps 20 --eval-n 2 --threads 1, seeds 0-3; gigpo on seed 2, grpo-frac on seed 1; bench/results/learn-pairs-*;
+didpo-v0 is didpo before the verdict stopped crediting code no test ran, verdict.py):
+    held-out pass@1 (40 tasks x 2) before 0.025 / 0.050 / 0.037 / 0.075; after, didpo 0.125 / 0.000 / 0.287 /
+    0.212, didpo-v0 0.138 / 0.200 / 0.312 / 0.000, grpo 0.212 / 0.000 / 0.212 / 0.188, gigpo (seed 2) 0.237. Last
+    10 steps' all-pass: didpo 0.28 / 0.00 / 0.74 / 0.34, didpo-v0 0.50 / 0.75 / 0.82 / 0.09, grpo 0.74 / 0.00 /
+    0.40 / 0.56, gigpo 0.57. Pooled didpo - grpo (4 seeds): held-out +0.003 [-0.066, +0.072], last 10 steps -0.087
+    [-0.384, +0.222]: no separation. didpo-v0's seed 3 collapsed into long unclosed blocks that no test could run
+    (their versions drew credit); with that closed, seed 3 learns (0.000 -> 0.212) and seed 1, which didpo-v0 had
+    taught the format from the same credit, drifts into prose with no code, as grpo does there. Seed 2: didpo -
+    gigpo last 10 +0.16 [-0.01, 0.40], one seed. grpo-frac (seed 1): held-out 0.037, last 10 0.20. Held-out
+    functions stay at 0.00-0.07 for every algorithm: the held-out pairs of trained functions carry the rise.
+    Cost per run: 37-93 s a step (the update grows with response tokens), 4-10 min per 80-sample eval. Peak
+    RSS of training (VmHWM, read before the eval) 7.4-9.6 GB: policy 0.54 + AdamW 1.08 + gradients 0.54 + the
     HF sampler's copy 0.54 and its oneDNN-packed linears 0.54 GB, and an update's activations (1.8 MB a token
     without --activation-checkpointing; with it, autograd saves 0.2 GB and per-layer transients stay in
     glibc's heap until release_update_memory's trim).
