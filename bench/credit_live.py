@@ -31,9 +31,9 @@ Measured (2026-12-06, 2 cores, seed 0; bench/results/credit_live-*.json):
     --functions add,is_even,is_positive,min_of_three,sum_list,reverse_string,max_of_list --size 2, 16 x G 8:
         all-pass 0.133, edit applied 0.48, per function 0.08-0.46; 9 groups scored, 8 mixed responses:
         accuracy / AUC  grpo 0.50 / 0.961, gigpo 0.50 / 0.961, paper 0.25 [0.00, 0.62] / 0.923,
-        default 0.94 [0.82, 1.00] / 0.957. Most failures are format (the edit did not apply), not code.
+        default 0.94 [0.82, 1.00] / 0.956. Most failures are format (the edit did not apply), not code.
     the same, --seed 1: all-pass 0.141, edit applied 0.46; 10 groups scored, 5 mixed responses: grpo 0.50 / 0.962,
-        paper 0.70 [0.00, 1.00] / 0.949, default 0.80 [0.20, 1.00] / 0.978. Two seeds, 13 mixed responses:
+        paper 0.70 [0.00, 1.00] / 0.949, default 0.80 [0.20, 1.00] / 0.979. Two seeds, 13 mixed responses:
         intervals this wide say the default ranks above grpo's 0.5, and little more.
 """
 
