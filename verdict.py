@@ -72,7 +72,7 @@ class Posterior(NamedTuple):
     q: dict[Version, float]         # version -> P(correct)
     escape: dict[str, float]        # function -> π̂_f, how often its bugs pass its public tests
     apart: dict[Version, list]      # version -> the versions it behaves apart from
-    judged: frozenset = frozenset()  # the versions some evidence bears on (A^V reads q̄ for the rest: no push)
+    judged: frozenset               # the versions some evidence bears on (A^V reads q̄ for the rest: no push)
 
 
 def posterior(group: list[Trajectory], solve=None) -> Posterior:

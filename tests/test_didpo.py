@@ -567,7 +567,7 @@ def test_code_the_tests_never_ran_gets_no_push(tiny_tokenizer):
     """No one wins; one response is cut off inside its fenced block (a syntax error: no public test runs) after an
     f of its own and a made-up h, another has no code (the invalid-turn penalty: s = 1). Nothing bears on the
     cut-off versions but the loss, which either explains: they keep the group's mean (A^D aside, no push). With the
-    prior's 1/2 against a q̄ of bugs and empty trajectories they drew +0.3, and a run learned to write long,
+    prior's 1/2 against a q̄ of bugs and empty trajectories they drew +0.2, and a run learned to write long,
     unclosed, untested blocks (bench/learn.py, seed 3). The versions that ran keep their verdict; and where the
     cut-off f is one that passed elsewhere, the loss is h's alone: h is convicted."""
     public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
