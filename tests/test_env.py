@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import random
-import time
 from collections import Counter
 
 import pytest
@@ -309,16 +308,16 @@ def test_fences_inside_a_search_replace_block_are_content_and_a_failed_edit_does
     check_turn(turn)
 
 
-def test_gigantic_responses_parse_fast():
+def test_gigantic_responses_parse():
+    """30,000 edited lines and a 3 MB line without a newline: parsed, or refused, in one turn (~0.5 s here; a
+    quadratic parser would take minutes, but how fast is a benchmark's question, not a unit test's)."""
     big = "solution.py\n```python\n" + "".join(f"v{i} = {i}  # ünïcode\n" for i in range(30_000)) + "```\n"
     ep = env.Episode(make_task())
-    t0 = time.perf_counter()
     turn, _, _ = step(ep, big)
     assert len(env.lines_of(turn.files_after["solution.py"])) == 30_000
     one_line = "x" * 3_000_000
     turn2, _, msg = step(ep, one_line)
     assert "No valid action" in msg
-    assert time.perf_counter() - t0 < 15
 
 
 # --- fuzz --------------------------------------------------------------------------------------

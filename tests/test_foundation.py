@@ -71,24 +71,28 @@ def test_unknown_name_is_one_clear_line(bad):
     assert "\n" not in msg and bad in msg and "Qwen2.5-7B-Coder" in msg and "smollm2-135m" in msg
 
 
-def test_embedded_model_converts_once_then_reloads_fast(tmp_path):
-    """First load converts the packaged GGUF; a second process reuses the cache."""
+def test_embedded_model_converts_once_then_reuses_the_cache(tmp_path):
+    """First load converts the packaged GGUF; a second process loads the cached safetensors untouched.
+
+    How fast the reload is belongs to a benchmark, not here: a 3 s bound failed a fresh-clone CI at 3.11 s.
+    """
     env = {**os.environ, "DIDPO_CACHE": str(tmp_path)}
     script = (
-        "import time, models, torch\n"
-        "t = time.time(); m, tok = models.load_model('smollm2-135m'); dt = time.time() - t\n"
+        "import models, torch\n"
+        "m, tok = models.load_model('smollm2-135m')\n"
         "ids = tok.apply_chat_template([{'role': 'user', 'content': 'Say hi.'}], add_generation_prompt=True,"
         " return_dict=True, return_tensors='pt')\n"
         "out = m.generate(**ids, max_new_tokens=8, do_sample=False)\n"
-        "print(repr(tok.decode(out[0, ids['input_ids'].shape[1]:])), round(dt, 2))\n"
+        "print(repr(tok.decode(out[0, ids['input_ids'].shape[1]:])))\n"
     )
-    runs = []
+    weights = tmp_path / "smollm2-135m-instruct" / "model.safetensors"
+    runs, stamps = [], []
     for _ in range(2):
         r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[-2000:]
         runs.append(r)
+        stamps.append((weights.stat().st_ino, weights.stat().st_mtime_ns))
     assert "didpo: converting" in runs[0].stderr and "didpo: converting" not in runs[1].stderr
-    text, seconds = runs[1].stdout.strip().rsplit(" ", 1)
-    assert len(eval(text).strip()) > 0
-    assert float(seconds) < 3.0, seconds
-    assert (tmp_path / "smollm2-135m-instruct" / "model.safetensors").exists()
+    assert stamps[0] == stamps[1]  # the second process wrote nothing
+    assert runs[0].stdout == runs[1].stdout and len(eval(runs[1].stdout).strip()) > 0
+    assert not list(tmp_path.glob(".convert-*"))  # no half-written conversion left behind
