@@ -205,16 +205,29 @@ class HFSampler(_Awake):
         return samples
 
     @torch.no_grad()
-    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Copy (name, tensor) pairs into the model in place; names are the model's state_dict keys."""
-        state = self.model.state_dict()
+    def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]], alias: bool = False) -> None:
+        """Copy (name, tensor) pairs into the model in place; names are the model's state_dict keys. alias=True:
+        a parameter whose tensor has its dtype and device takes that tensor's storage instead of a copy (one
+        process's learner and sampler then hold the weights once, train.sync_weights); its old storage is freed."""
+        state, params = self.model.state_dict(), dict(self.model.named_parameters())
         for name, tensor in named_tensors:
             if name not in state:
                 raise KeyError(f"load_weights: {name!r} is not in {type(self.model).__name__}'s state_dict")
             if state[name].shape != tensor.shape:
                 raise ValueError(f"load_weights: {name} has shape {tuple(tensor.shape)}, "
                                  f"the model's is {tuple(state[name].shape)}")
-            state[name].copy_(tensor)
+            if alias and name in params and (tensor.dtype, tensor.device) == (state[name].dtype, state[name].device):
+                params[name].data = tensor  # a tied head is this same Parameter: it follows
+            else:
+                state[name].copy_(tensor)
+
+    def sleep(self) -> None:
+        """Asleep, the model keeps no packed weights (hardware.prepack_linears): an update would otherwise hold a
+        second copy of the weights it is about to change, and the next generate repacks them anyway."""
+        for m in self.model.modules():
+            if callable(unpack := getattr(m, "unpack", None)):
+                unpack()
+        super().sleep()
 
 
 def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) -> None:

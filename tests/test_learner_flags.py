@@ -33,7 +33,8 @@ def _pass(tiny_model, **flags) -> tuple[dict[str, torch.Tensor], int]:
     import train
 
     _, world, device = train.init()
-    cfg = train.Config(dtype="float32", logprob_chunk=16, share_prefix=False, **flags)
+    base = dict(dtype="float32", logprob_chunk=16, share_prefix=False, activation_checkpointing="off")
+    cfg = train.Config(**(base | flags))
     policy = train.build_learner(copy.deepcopy(tiny_model), cfg, device, world)
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, tiny_model.config.vocab_size, (3, 24), generator=gen)

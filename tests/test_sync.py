@@ -49,3 +49,29 @@ def test_hf_sampler_rejects_unknown_or_misshapen_tensors(tiny_model, tiny_tokeni
         assert "shape" in str(e)
     else:
         raise AssertionError("a misshapen tensor must be refused")
+
+
+def test_one_process_sampler_aliases_the_learners_weights(tiny_tokenizer):
+    """World 1, HF sampler: after sync the sampler's parameters are the learner's storage (no second copy), so an
+    update reaches the sampler; sleeping drops the packed copies, and generation is unchanged across sleep/wake."""
+    cfg = train.Config(lr=0.05, grad_clip=1e9, entropy_coef=0.0)
+    policy, plain, device = _learner(cfg)
+    sampler = train.make_sampler(cfg, "", plain, tiny_tokenizer, device)
+    train.sync_weights(policy, sampler)
+    mine = dict(sampler.model.named_parameters())
+    for name, p in policy.lm.named_parameters():
+        assert mine[name].data_ptr() == p.to_local().data_ptr(), f"{name}: the sampler holds a copy"
+    trajs, advs = direction_batch()
+    train.learn(policy, torch.optim.SGD(policy.parameters(), lr=cfg.lr), trajs, advs, cfg, device)
+    for name, t in train.full_named_parameters(policy):  # no sync in between
+        assert torch.equal(mine[name], t), f"{name}: the step did not reach the sampler"
+
+    greedy = rollout.Sampling(temperature=0, max_tokens=6)
+    prompt = [tiny_tokenizer.encode("def f(x):")]
+    first = sampler.generate(prompt, greedy)[0].token_ids
+    packs = [m for m in sampler.model.modules() if hasattr(m, "unpack")]
+    assert all(m.packed is not None for m in packs) or not torch.backends.mkldnn.is_available()
+    sampler.sleep()
+    assert all(m.packed is None for m in packs)
+    sampler.wake()
+    assert sampler.generate(prompt, greedy)[0].token_ids == first

@@ -124,6 +124,12 @@ def release_update_memory(opt: torch.optim.Optimizer) -> None:
     the heap's free pages back to the kernel (glibc's malloc_trim; keep_freed_memory keeps them only within an
     update). Without the trim a CPU run's resident memory grew by about 0.6 GB a step; with it, it stays flat."""
     opt.zero_grad(set_to_none=True)
+    trim_heap()
+
+
+def trim_heap() -> None:
+    """Give the heap's free pages back to the kernel (glibc's malloc_trim): after a rollout, whose thousands of
+    small freed tensors (per-token logits, the KV cache's growth) would otherwise sit under the update's peak."""
     if (libc := _glibc()) is not None:
         libc.malloc_trim(0)
 
@@ -146,6 +152,10 @@ class _PrepackedLinear(torch.nn.Linear):
                 return torch.nn.functional.linear(x, w, self.bias)
             self.packed_for = (w._version, w.data_ptr())
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+    def unpack(self) -> None:
+        """Free the packed copy (HFSampler.sleep); the next inference forward packs the weight again."""
+        self.packed = self.packed_for = None
 
 
 def prepack_linears(model: torch.nn.Module) -> torch.nn.Module:
