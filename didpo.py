@@ -153,6 +153,17 @@ def has_signal(group: list[Trajectory], cfg: AdvConfig) -> bool:
     return len(ys) > 1 and max(ys) != min(ys)
 
 
+def return_unit(ys: list[float], norm: str, eps: float = 1e-6) -> float:
+    """One unit of return in center()'s units: 1 under mean_norm; 1/std under mean_std_norm, the std floored at a
+    lone win's among the group's G (√(G−1)/G), so returns that barely differ (an invalid turn's penalty) or not at
+    all give the verdict a win's unit, never 1/eps (A^V of ±150 against one invalid turn's 0.01, before)."""
+    if norm != "mean_std_norm" or not ys:
+        return 1.0
+    m = math.fsum(ys) / len(ys)
+    sd = math.sqrt(math.fsum((y - m) ** 2 for y in ys) / len(ys))
+    return 1.0 / (max(sd, math.sqrt(len(ys) - 1) / len(ys)) + eps)
+
+
 def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> float:
     """The holders' mean of the centred values minus the others' (baseline="contrast"); 0 without contrast."""
     if len(inside) == len(values) or not inside:
@@ -210,7 +221,7 @@ def _compute_credit(group: list[Trajectory], cfg: AdvConfig) -> Credit:
     elif cfg.algo == "didpo":
         anchor_credit(group, cfg, cr)                                                 # A^D
         if cfg.verdict:                                                               # A^V (verdict.py)
-            cr.posterior = verdict.attach(group, cr.diff, cr.episode, ys)
+            cr.posterior = verdict.attach(group, cr.diff, cr.episode, return_unit(ys, cfg.norm, cfg.eps))
     token_advantages(group, cfg, cr)                                                  # Â
     return cr
 

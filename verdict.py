@@ -22,12 +22,16 @@ caught bugs expected among f's tested versions. Mean field over the three states
   log P(correct)            += Σ_{c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) + Σ_{w apart from u} log(1 − (1 − APART)·q_w)
   log P(correct or escaped) += Σ_{caught c ∋ u} log(1 − Π_{w∈c, w≠u} (1 − k_w))
 A^V_{i,t,u} = s·(q_u − q̄) − A^E_i on the piece's tokens; q̄ = the mean over trajectories of their judged pieces'
-mean q (R_j if none), s = one unit of Y in A^E's units. u is judged where a test, R ≥ 1 or the probe bears on u
-itself, or a loss that only u explains (the rest of that final workspace verified or passing); else q_u := q̄, no
-push: at 1/2 against a q̄ of bugs, code that never ran (cut off, a syntax error) drew credit, and a run learned
-to write long unclosed blocks (bench/learn.py, seed 3). Where R is win/loss, A^D is first centred inside each piece:
-the verdict has read R. Why: most versions are written once in a group and form no anchor; the clauses exonerate
-a loser's correct version that a winner also wrote and convict the one left to blame (behaviour: +0.12-0.17).
+mean q (R_j if none), s = one unit of Y in A^E's units (didpo.return_unit: 1 under mean_norm) in every group,
+also where no return differs. s was the returns' spread ratio, 0 there: the verdict spoke in a no-winner group only
+when an invalid turn's penalty set returns apart (80 saved training groups, bench/credit_live.py --runs: in those
+with equal returns, s = 1 ranks a response's correct function above its wrong one 0.87, the ratio 0.78). u is
+judged where a test, R ≥ 1 or the probe bears on u itself, or a loss that only u explains (the rest of that final
+workspace verified or passing); else q_u := q̄, no push: at 1/2 against a q̄ of bugs, code that never ran (cut
+off, a syntax error) drew credit, and a run learned to write long unclosed blocks (bench/learn.py, seed 3).
+Where R is win/loss, A^D is first centred inside each piece: the verdict has read R. Why: most versions are
+written once in a group and form no anchor; the clauses exonerate a loser's correct version that a winner also
+wrote and convict the one left to blame (behaviour: +0.12-0.17).
 """
 
 from __future__ import annotations
@@ -178,11 +182,11 @@ def mean_field(clauses: list[set], known: dict, passed: set = frozenset(), iters
     return {u: q[u] for u in of}, escape_rates(q, k, tested, failed) | rates[1], k
 
 
-def attach(group: list[Trajectory], diff: list[np.ndarray], episode: list[float], ys: list[float]) -> Posterior:
-    """Add A^V to each trajectory's per-token diff term, in place (module docstring: Credit)."""
+def attach(group: list[Trajectory], diff: list[np.ndarray], episode: list[float], s: float) -> Posterior:
+    """Add A^V to each trajectory's per-token diff term, in place (module docstring: Credit); s: one unit of return
+    in A^E's units (didpo.return_unit), also where no return differs: the verdict reads the tests, not the spread."""
     post = posterior(group)
     pieces, q = post.pieces, post.q
-    s = (max(episode) - min(episode)) / (max(ys) - min(ys)) if group and max(ys) > min(ys) else 0.0  # A^E per Y
     qbar = math.fsum(np.mean(qs) if (qs := [q[u] for _, u, _ in ps if u in post.judged]) else min(tr.reward, 1.0)
                      for ps, tr in zip(pieces, group)) / max(len(group), 1)  # mean over trajectories
     q = {u: v if u in post.judged else qbar for u, v in q.items()}  # nothing bears on u: the group's mean, no push

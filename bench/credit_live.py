@@ -5,6 +5,7 @@ is labelled by its own hidden tests, and each estimator is scored on those label
     python bench/credit_live.py --tasks 8 --seed 1       # fewer groups, another draw
     python bench/credit_live.py --json bench/results/credit_live-seed0.json
     python bench/credit_live.py --functions add,is_even,is_positive,min_of_three --size 2   # pairs of these
+    python bench/credit_live.py --runs runs/pairs-0 runs/pairs-1   # no sampling: the groups learn runs trained on
 
 Groups of G trajectories of data/multi.jsonl tasks (train split, a seeded draw; with --functions, tasks of --size
 of the named functions made by data/multi.py's task()) are sampled as train.py
@@ -22,7 +23,8 @@ Reported:
     against wrong body tokens), over the groups whose rewards differ (no other group has any advantage),
     with bench/credit.py's metric code. GRPO is 0.5 by construction. Goal (issue 39): default >= 0.85 / 0.85.
 A function's def line is the stub's, so scoring starts on its body; a function that a response does not
-write has no tokens and is not scored.
+write has no tokens and is not scored. Groups whose rewards are all equal (no one won: most groups early in a
+run) are scored apart: there A^E is 0 for every estimator, and only the default's verdict sets functions apart.
 
 Measured (2026-12-06, 2 cores, seed 0; bench/results/credit_live-*.json):
     tier (train split), 24 x G 8:  all-pass 0.010, edit applied 0.55, per function 0.00-0.31; 2 groups with
@@ -35,6 +37,13 @@ Measured (2026-12-06, 2 cores, seed 0; bench/results/credit_live-*.json):
     the same, --seed 1: all-pass 0.141, edit applied 0.46; 10 groups scored, 5 mixed responses: grpo 0.50 / 0.962,
         paper 0.70 [0.00, 1.00] / 0.949, default 0.80 [0.20, 1.00] / 0.979. Two seeds, 13 mixed responses:
         intervals this wide say the default ranks above grpo's 0.5, and little more.
+    --runs of the pairs tier's didpo seeds 0-3 (bench/learn.py, 20 steps each; 80 groups the policy sampled as
+    it trained; bench/results/credit_live-runs-pairs.json): all-pass 0.287, edit applied 0.65.
+        41 groups with differing rewards, 37 mixed responses: grpo 0.50 / 0.907, paper 0.34 [0.18, 0.49] / 0.894,
+        default 1.00 [1.00, 1.00] / 0.900.
+        39 groups with all rewards equal, 30 mixed responses: grpo, gigpo and paper 0.50 / 0.495; default 0.87
+        [0.71, 1.00] / 0.672 with the verdict at its unit in every group (verdict.py), 0.78 [0.62, 0.96] / 0.604
+        when it spoke there only where an invalid turn set the returns apart.
 """
 
 from __future__ import annotations
@@ -91,27 +100,14 @@ def function_spans(response: str, names) -> dict[str, tuple[int, int]]:
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tasks", type=int, default=24, help="task groups to sample")
-    ap.add_argument("--G", type=int, default=8, help="trajectories per group")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--split", default="train", choices=("train", "heldout_combos", "heldout_functions"))
-    ap.add_argument("--max-tokens", type=int, default=384, help="per response")
-    ap.add_argument("--batch", type=int, default=4, help="tasks per rollout call")
-    ap.add_argument("--functions", help="comma list: tasks of --size of these functions instead of the tier's")
-    ap.add_argument("--size", type=int, default=2, help="functions per task with --functions")
-    ap.add_argument("--json", help="write the numbers here")
-    a = ap.parse_args()
-
+def sampled(a) -> tuple[list, dict, float]:
+    """(groups, task id -> Task, seconds): a seeded draw of tasks, each sampled G times as train.py samples."""
     import torch
 
-    import didpo
     import models
     import rollout
     import train
 
-    bench = load_module(ROOT / "bench" / "credit.py", "bench_credit")  # its metrics and group interval
     if a.functions:
         multi = load_module(ROOT / "data" / "multi.py", "data_multi")
         fns, rng = multi.functions(), random.Random(a.seed)
@@ -132,8 +128,51 @@ def main() -> int:
         groups += rollout.rollout(chosen[k: k + a.batch], sampler, tok, train.env_config(cfg), n=a.G,
                                   sampling=sampling, progress=False)
         print(f"sampled {len(groups)}/{len(chosen)} groups, {time.time() - t0:.0f} s", file=sys.stderr)
-    sample_s = time.time() - t0
-    by_id = {t.id: t for t in chosen}
+    train.shutdown()
+    return groups, {t.id: t for t in chosen}, time.time() - t0
+
+
+def saved(runs: list[str]) -> tuple[list, dict]:
+    """(groups, task id -> Task) of training runs' saved groups: each RUN/*/groups/step_*.jsonl (bench/learn.py
+    runs train with save_groups), its tasks from RUN/train_tasks.jsonl (or RUN/tasks.jsonl)."""
+    from env import Trajectory
+
+    groups, by_id = [], {}
+    for run in map(Path, runs):
+        found = [f for f in (run / "train_tasks.jsonl", run / "tasks.jsonl") if f.exists()]
+        files = sorted(run.glob("*/groups/step_*.jsonl"), key=lambda f: (f.parent.parent.name, int(f.stem[5:])))
+        if not found or not files:
+            sys.exit(f"error: --runs {run}: needs train_tasks.jsonl and */groups/step_*.jsonl (bench/learn.py's out)")
+        by_id |= {t.id: t for t in tasklib.load(found[0])}
+        for f in files:
+            by_task: dict[str, list] = {}
+            for line in f.read_text().splitlines():
+                if line.strip():
+                    tr = Trajectory.from_json(line)
+                    by_task.setdefault(tr.task_id, []).append(tr)
+            groups += by_task.values()
+    return groups, by_id
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", type=int, default=24, help="task groups to sample")
+    ap.add_argument("--G", type=int, default=8, help="trajectories per group")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split", default="train", choices=("train", "heldout_combos", "heldout_functions"))
+    ap.add_argument("--max-tokens", type=int, default=384, help="per response")
+    ap.add_argument("--batch", type=int, default=4, help="tasks per rollout call")
+    ap.add_argument("--functions", help="comma list: tasks of --size of these functions instead of the tier's")
+    ap.add_argument("--size", type=int, default=2, help="functions per task with --functions")
+    ap.add_argument("--runs", nargs="+", metavar="DIR",
+                    help="no sampling: score the groups that bench/learn.py runs saved while training")
+    ap.add_argument("--json", help="write the numbers here")
+    a = ap.parse_args()
+
+    import didpo
+
+    bench = load_module(ROOT / "bench" / "credit.py", "bench_credit")  # its metrics and group interval
+    groups, by_id, sample_s = (*saved(a.runs), 0.0) if a.runs else sampled(a)
     trajs = [tr for g in groups for tr in g]
     finals = [(by_id[tr.task_id], tr.turns[-1].files_after.get("solution.py", "") if tr.turns else "")
               for tr in trajs]
@@ -148,7 +187,9 @@ def main() -> int:
     all_pass = sum(tr.reward >= 1.0 for tr in trajs) / len(trajs)
 
     # Each trajectory with its scored functions: (turn 0, def start, body end, correct), where the edit applied.
-    scored, it = [], iter(marks)
+    # Groups whose rewards differ are scored apart from those whose rewards are all equal: there A^E is 0, and
+    # only the default's verdict (public tests, the probe) can set a response's functions apart.
+    differ, equal, it = [], [], iter(marks)
     for g in groups:
         rows = []
         for tr in g:
@@ -156,33 +197,39 @@ def main() -> int:
             turn = tr.turns[-1] if tr.turns else None
             spans = function_spans(turn.response, m) if turn and turn.applied else {}
             rows.append((tr, [(len(tr.turns) - 1, s, e, m[name]) for name, (s, e) in spans.items()]))
-        if len({tr.reward for tr in g}) > 1:
-            scored.append(rows)
-    mixed = sum(any(ok for *_, ok in sp) and not all(ok for *_, ok in sp) for grp in scored for _, sp in grp)
+        (differ if len({tr.reward for tr in g}) > 1 else equal).append(rows)
     estimators = {"grpo": didpo.AdvConfig(algo="grpo"), "gigpo": didpo.AdvConfig(algo="gigpo"),
                   "paper": didpo.AdvConfig.paper(), "didpo (default)": didpo.AdvConfig()}
-    results = {}
-    for name, acfg in estimators.items():
-        per_group: list = []
-        acc, auc = bench.measure(scored, acfg, per_group) if mixed else (float("nan"), float("nan"))
-        lo, hi = bench.interval(per_group) if mixed else (float("nan"), float("nan"))
-        results[name] = {"accuracy": acc, "auc": auc, "accuracy_95": [lo, hi]}
+    results, mixed = {}, {}
+    for kind, scored in (("differ", differ), ("equal", equal)):
+        mixed[kind] = sum(any(ok for *_, ok in sp) and not all(ok for *_, ok in sp) for grp in scored for _, sp in grp)
+        for name, acfg in estimators.items():
+            per_group: list = []
+            nan = float("nan")
+            acc, auc = bench.measure(scored, acfg, per_group) if mixed[kind] else (nan, nan)
+            lo, hi = bench.interval(per_group) if mixed[kind] else (nan, nan)
+            results.setdefault(kind, {})[name] = {"accuracy": acc, "auc": auc, "accuracy_95": [lo, hi]}
 
-    what = f"{a.size}-function tasks of {a.functions}" if a.functions else f"data/multi.jsonl, {a.split}"
-    print(f"credit_live: {len(groups)} groups x G {a.G} of {what}, seed {a.seed}, embedded "
-          f"model, {a.max_tokens} tokens, {sample_s:.0f} s sampling")
+    what = (f"saved by {len(a.runs)} run(s)" if a.runs else f"{a.size}-function tasks of {a.functions}"
+            if a.functions else f"data/multi.jsonl, {a.split}")
+    print(f"credit_live: {len(groups)} groups of {what}"
+          + ("" if a.runs else f" x G {a.G}, seed {a.seed}, embedded model, {a.max_tokens} tokens, "
+             f"{sample_s:.0f} s sampling"))
     print(f"model on the tier: all-pass {all_pass:.3f}, edit applied {applied:.3f}; per function: "
           + ", ".join(f"{n} {sum(v) / len(v):.2f}" for n, v in sorted(per_fn.items())))
-    print(f"scored: {len(scored)} groups with differing rewards, {mixed} responses with a correct and a wrong function")
-    for name, r in results.items():
-        print(f"  {name:16s} accuracy {r['accuracy']:.3f} [{r['accuracy_95'][0]:.2f}, {r['accuracy_95'][1]:.2f}]"
-              f"  AUC {r['auc']:.3f}")
+    for kind, label in (("differ", "with differing rewards"), ("equal", "whose rewards are all equal")):
+        print(f"scored: {len([differ, equal][kind == 'equal'])} groups {label}, {mixed[kind]} responses with a "
+              "correct and a wrong function")
+        for name, r in results[kind].items():
+            print(f"  {name:16s} accuracy {r['accuracy']:.3f} [{r['accuracy_95'][0]:.2f}, {r['accuracy_95'][1]:.2f}]"
+                  f"  AUC {r['auc']:.3f}")
     if a.json:
         Path(a.json).write_text(json.dumps({
             "settings": vars(a), "sample_s": sample_s, "all_pass": all_pass, "applied": applied,
             "per_function": {n: [sum(v), len(v)] for n, v in sorted(per_fn.items())},
-            "groups_scored": len(scored), "mixed_responses": mixed, "estimators": results}, indent=1))
-    train.shutdown()
+            "groups_scored": len(differ), "mixed_responses": mixed["differ"], "estimators": results["differ"],
+            "equal_groups": len(equal), "equal_mixed_responses": mixed["equal"],
+            "equal_estimators": results["equal"]}, indent=1))
     return 0
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -561,6 +562,51 @@ def test_where_no_one_passed_the_verdict_keeps_its_unit(tiny_tokenizer):
             for code in (f, g):
                 want = round(q[code.splitlines()[1].strip()] - qbar, 5)
                 assert values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code)) == {want}, (c, i, code)
+
+
+def test_the_verdict_speaks_where_every_return_is_equal(tiny_tokenizer):
+    """Binary reward, a hidden test no one passes, every turn valid: every return is 0, so A^E is 0 everywhere. The
+    public tests still say which f and g ran right, and the verdict reads them at its unit (s = 1): each response's
+    passing function above its failing one. s used to be the returns' spread ratio, 0 here: the verdict spoke in
+    such a group only when an invalid turn's 0.01 penalty set the returns apart (then at full unit)."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert f(0, 0) == 1")])
+    combos = [(F_OK, G_BAD), (F_BAD, G_OK), (F_OK.replace("a+b", "b+a"), G_BAD), (F_BAD, G_BAD)]
+    group = [rollout.replay(task, [whole(f, g)], tiny_tokenizer, max_turns=1) for f, g in combos]
+    assert [tr.reward for tr in group] == [0.0] * 4 and [tr.turns[0].reward for tr in group] == [0.0] * 4
+    for norm in ("mean_norm", "mean_std_norm"):
+        cr = didpo.compute_credit(group, didpo.AdvConfig(norm=norm))
+        assert cr.episode == [0.0] * 4
+        for i, (f, g) in enumerate(combos):
+            mean = {code: np.mean(sorted(values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], code))))
+                    for code in (f, g)}
+            if i < 3:
+                good, bad = (f, g) if i != 1 else (g, f)
+                assert mean[good] > 0 > mean[bad], (norm, i, mean)
+            else:
+                assert mean[f] < 0 and mean[g] < 0, (norm, mean)
+
+
+def test_a_penalty_sized_spread_leaves_a_bounded_verdict_under_mean_std_norm(tiny_tokenizer):
+    """No one wins and one turn is invalid (returns 0, 0, 0, −0.01): mean_std_norm's A^E is ±2.6 / 0.4, and one unit
+    of return in its units would be 1/std ≈ 231; the verdict's unit is floored at a lone win's (std √(G−1)/G), so
+    every token's advantage stays within a win's scale (it read ±100 and more)."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert f(0, 0) == 1")])
+    responses = [whole(F_OK, G_BAD), whole(F_BAD, G_OK), whole(F_BAD, G_BAD), "I would write f."]
+    group = [rollout.replay(task, [r], tiny_tokenizer, max_turns=1) for r in responses]
+    assert [tr.turns[0].reward for tr in group] == [0.0, 0.0, 0.0, -0.01]
+    assert didpo.return_unit([0.0, 0.0, 0.0, -0.01], "mean_std_norm") == pytest.approx(1 / (3 ** 0.5 / 4), rel=1e-4)
+    assert didpo.return_unit([0.0, 1.0, 0.0, 1.0], "mean_std_norm") == pytest.approx(2.0, rel=1e-4)
+    assert didpo.return_unit([0.0, 0.0, 0.0, -0.01], "mean_norm") == 1.0
+    cr = didpo.compute_credit(group, didpo.AdvConfig(norm="mean_std_norm"))
+    top = max(float(a.abs().max()) for a in cr.token_adv)
+    assert 1.0 < top < 6.0, top
+    i = 0
+    good = min(values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], F_OK)))
+    assert good > max(values(group[i], cr.token_adv[i], 0, region(group[i].turns[0], G_BAD)))
 
 
 def test_code_the_tests_never_ran_gets_no_push(tiny_tokenizer):
