@@ -13,6 +13,7 @@ import ast
 import importlib.util
 import json
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -201,3 +202,42 @@ def test_function_spans_find_each_written_function_body():
     spans = live.function_spans(r, ["add", "sub", "mul", "div"])
     assert {n: r[s:e] for n, (s, e) in spans.items()} == {  # the last def counts; no body, no span
         "add": "def add(a, b):\n    return b + a\n\n", "sub": "def sub(a, b):\n    return a - b\n"}
+
+
+def test_credit_live_scores_saved_groups_apart_by_whether_rewards_differ(tmp_path, tiny_tokenizer, monkeypatch):
+    """--runs: the groups a learn run saved, labelled per function; a group with a winner is scored with the
+    others whose rewards differ, one with no winner apart, where A^E is 0 for all and only the verdict (here the
+    public tests each function has) ranks a response's correct function above its stub."""
+    import rollout
+
+    multi = _module(DATA / "multi.py", "data_multi")
+    live = _module(DATA.parent / "bench" / "credit_live.py", "bench_credit_live")
+    pool = multi.functions()
+    task = next(t for t in MULTI if len(t.meta["functions"]) == 2 and t.meta["split"] == "train")
+    a, b = task.meta["functions"]
+
+    def response(ok_a: bool, ok_b: bool) -> str:
+        code = "\n\n".join(pool[n]["solution" if ok else "stub"] for n, ok in ((a, ok_a), (b, ok_b)))
+        return f"Here it is.\n```python\n{code}\n```\n"
+
+    run = tmp_path / "run"
+    (run / "didpo" / "groups").mkdir(parents=True)
+    (run / "train_tasks.jsonl").write_text(json.dumps(task.to_json()) + "\n")
+    steps = {1: [(1, 1), (1, 0), (0, 1), (0, 0)], 2: [(1, 0), (0, 1), (1, 0), (0, 0)]}  # a winner; none
+    for step, combos in steps.items():
+        group = [rollout.replay(task, [response(*c)], tiny_tokenizer, max_turns=1) for c in combos]
+        assert [tr.reward for tr in group] == [float(c == (1, 1)) for c in combos]
+        (run / "didpo" / "groups" / f"step_{step}.jsonl").write_text("".join(tr.to_json() + "\n" for tr in group))
+    out = tmp_path / "live.json"
+    monkeypatch.setattr(sys, "argv", ["credit_live.py", "--runs", str(run), "--json", str(out)])
+    assert live.main() == 0
+    res = json.loads(out.read_text())
+    assert (res["groups_scored"], res["mixed_responses"], res["equal_groups"], res["equal_mixed_responses"]) == \
+        (1, 2, 1, 3)
+    assert res["per_function"] == {a: [4, 8], b: [3, 8]} and res["all_pass"] == 1 / 8
+    assert res["estimators"]["grpo"]["accuracy"] == 0.5 == res["equal_estimators"]["grpo"]["accuracy"]
+    assert res["estimators"]["didpo (default)"]["accuracy"] == 1.0
+    assert res["equal_estimators"]["didpo (default)"]["accuracy"] == 1.0
+    monkeypatch.setattr(sys, "argv", ["credit_live.py", "--runs", str(tmp_path / "none")])
+    with pytest.raises(SystemExit, match="needs train_tasks.jsonl"):
+        live.main()
