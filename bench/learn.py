@@ -10,6 +10,8 @@
     # Where credit matters (issue 39): two functions per task, four algorithms, one run per seed, then pooled
     python bench/learn.py --tier pairs --seed 0 --out runs/pairs-0          # (and seeds 1, 2, ...)
     python bench/learn.py --pool runs/pairs-0 runs/pairs-1 --out runs/pairs  # curves with bands, didpo - each
+    python bench/learn.py --tier pairs --seed 0 --algos didpo --base-from runs/pairs-0 --out runs/pairs-0-b
+                          # another algorithm later: the base model's held-out eval of that seed is reused
 
 --tier pairs (pairs_tier): both orders of each pair of PAIR_POOL's 7 functions; 5 pairs held out, and every pair
 of data/multi.py's 6 held-out functions (40 held-out tasks, the same for every seed); the reward is the paper's
@@ -213,6 +215,26 @@ def pass_at_1(model: str, held: Path, a, out: Path) -> dict:
     return got
 
 
+def reuse_base_eval(src: Path, held: Path, dest: Path, seed: int) -> str | None:
+    """Seed dest with the base model's held-out samples of another run of this seed (SRC: its out, or its
+    eval-base): the same held-out tasks and eval settings but the bench path, which names the run's own copy.
+    pass_at_1 then resumes it (eval.py) and samples nothing. Returns why it cannot be reused, or None."""
+    src = src / "eval-base" if (src / "eval-base").is_dir() else src
+    if not (src / "config.json").exists() or not (src / "samples.jsonl").exists():
+        return "no config.json and samples.jsonl there (a bench/learn.py out, or its eval-base)"
+    old = json.loads((src / "config.json").read_text())
+    if not Path(old["bench"]).exists():
+        return f"its held-out task file {old['bench']} is gone"
+    if Path(old["bench"]).read_text() != held.read_text():
+        return f"its held-out tasks ({old['bench']}) differ from this run's: another tier or split"
+    if old["seed"] != seed:
+        return f"its samples were drawn with seed {old['seed']}, this run's is {seed}"
+    dest.mkdir(parents=True)
+    (dest / "samples.jsonl").write_text((src / "samples.jsonl").read_text())
+    (dest / "config.json").write_text(json.dumps(old | {"bench": str(held), "out": str(dest)}, indent=2))
+    return None  # eval.run refuses a resume whose other settings (model, n's seed, tokens, ...) changed
+
+
 def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
     import matplotlib
 
@@ -257,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                     "curves with bands, DiDPO minus each baseline with seed-and-step intervals")
     ap.add_argument("--merge", nargs="+", metavar="DIR",
                     help="no training: one JSON, PNG and table from learn runs of single algorithms into --out")
+    ap.add_argument("--base-from", metavar="DIR", help="reuse the base model's held-out eval of another run of this "
+                    "seed and tier (its --out): the same samples, not drawn again")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 6 steps: seconds, not a result")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch intra-op threads (default torch's; smoke 1); 1 on a CPU shared with other jobs, "
@@ -308,7 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         train_p, held_p, held_ids = split_tasks(Path(a.tasks), a.difficulty, a.heldout, a.seed, out)
     t0 = time.time()
-    before = pass_at_1(model, held_p, a, out / "eval-base")
+    if a.base_from:
+        error = reuse_base_eval(Path(a.base_from), held_p, out / "eval-base", a.seed)
+        if error:
+            print(f"error: --base-from {a.base_from}: {error}", file=sys.stderr)
+            return 2
+    before = pass_at_1(model, held_p, a, out / "eval-base")  # resumes a reused eval: nothing sampled or graded
     res = dict(command=" ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
                model=model, seed=a.seed, heldout=held_ids, pass1_before=before["pass1"], heldout_before=before,
                algos={}, settings=dict(steps=a.steps, tasks_per_step=a.tasks_per_step, group_size=a.group_size,

@@ -204,3 +204,26 @@ def test_merge_compares_all_pass_rates_not_a_fraction_reward(tmp_path, capsys):
     Path(f, "learn.json").write_text(json.dumps(res))
     assert learn.main(["--merge", d, f, "--out", str(tmp_path / "m")]) == 0
     assert json.loads((tmp_path / "m" / "learn.json").read_text())["didpo_vs"]["grpo-frac"]["diff"] == 0.5
+
+
+def test_base_eval_is_reused_only_from_the_same_tasks_and_seed(tmp_path):
+    held = tmp_path / "held.jsonl"
+    held.write_text('{"id": "a"}\n')
+    src = tmp_path / "old" / "eval-base"
+    src.mkdir(parents=True)
+    (src / "samples.jsonl").write_text('{"task_id": "a"}\n')
+    (src / "config.json").write_text(json.dumps({"bench": str(held), "seed": 3, "out": str(src), "n": 2}))
+    assert "seed 3" in learn.reuse_base_eval(src.parent, held, tmp_path / "d1", seed=4)
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "b"}\n')
+    assert "differ" in learn.reuse_base_eval(src, other, tmp_path / "d2", seed=3)
+    assert "no config.json" in learn.reuse_base_eval(tmp_path, held, tmp_path / "d3", seed=3)
+    new_held = tmp_path / "run" / "heldout_tasks.jsonl"
+    new_held.parent.mkdir()
+    new_held.write_text(held.read_text())
+    dest = tmp_path / "run" / "eval-base"
+    assert learn.reuse_base_eval(src.parent, new_held, dest, seed=3) is None
+    assert (dest / "samples.jsonl").read_text() == '{"task_id": "a"}\n'
+    want = {"bench": str(new_held), "seed": 3, "out": str(dest), "n": 2}
+    assert json.loads((dest / "config.json").read_text()) == want
+    assert not (tmp_path / "d1").exists() and not (tmp_path / "d2").exists()
