@@ -4,7 +4,7 @@
     python bench/learn.py --algos didpo,grpo --steps 8       # a smaller budget (windows of 4 steps)
     python bench/learn.py --smoke                            # the tiny test model, under a minute: keeps it alive
     # On a shared CPU: one process per algorithm, one thread each, side by side, then one report
-    # (2 cores shared with other jobs: ~130 s a step each, 8.5 GB of memory each).
+    # (2 cores shared with other jobs: ~130 s a step each, 5-6 GB of memory each).
     python bench/learn.py --algos didpo --threads 1 --out runs/learn-didpo   # (and grpo, gigpo likewise)
     python bench/learn.py --merge runs/learn-didpo runs/learn-grpo runs/learn-gigpo --out runs/learn
     # Where credit matters (issue 39): two functions per task, four algorithms, one run per seed, then pooled
@@ -21,23 +21,29 @@ split and per function (each function's own hidden tests, bench/credit_live.labe
 resident memory (VmHWM) is read from its process. --pool pools seeds: DiDPO minus each baseline on held-out
 pass@1 (per-task differences; seeds, then tasks resampled) and on the last window (seeds, then steps).
 
-Measured on the pairs tier (2026-12-06, 2 cores, one thread per run, two runs side by side; --algos didpo,grpo
---steps 20 --eval-n 2 --threads 1, seeds 0-3; gigpo on seed 2, grpo-frac on seed 1; bench/results/learn-pairs-*;
-didpo-v0 is didpo before the verdict stopped crediting code no test ran, verdict.py):
-    held-out pass@1 (40 tasks x 2) before 0.025 / 0.050 / 0.037 / 0.075; after, didpo 0.125 / 0.000 / 0.287 /
-    0.212, didpo-v0 0.138 / 0.200 / 0.312 / 0.000, grpo 0.212 / 0.000 / 0.212 / 0.188, gigpo (seed 2) 0.237. Last
-    10 steps' all-pass: didpo 0.28 / 0.00 / 0.74 / 0.34, didpo-v0 0.50 / 0.75 / 0.82 / 0.09, grpo 0.74 / 0.00 /
-    0.40 / 0.56, gigpo 0.57. Pooled didpo - grpo (4 seeds): held-out +0.003 [-0.066, +0.072], last 10 steps -0.087
-    [-0.384, +0.222]: no separation. didpo-v0's seed 3 collapsed into long unclosed blocks that no test could run
-    (their versions drew credit); with that closed, seed 3 learns (0.000 -> 0.212) and seed 1, which didpo-v0 had
-    taught the format from the same credit, drifts into prose with no code, as grpo does there. Seed 2: didpo -
-    gigpo last 10 +0.16 [-0.01, 0.40], one seed. grpo-frac (seed 1): held-out 0.037, last 10 0.20. Held-out
-    functions stay at 0.00-0.07 for every algorithm: the held-out pairs of trained functions carry the rise.
-    Cost per run: 37-93 s a step (the update grows with response tokens), 4-10 min per 80-sample eval. Peak
-    RSS of training (VmHWM, read before the eval) 7.4-9.6 GB: policy 0.54 + AdamW 1.08 + gradients 0.54 + the
-    HF sampler's copy 0.54 and its oneDNN-packed linears 0.54 GB, and an update's activations (1.8 MB a token
-    without --activation-checkpointing; with it, autograd saves 0.2 GB and per-layer transients stay in
-    glibc's heap until release_update_memory's trim).
+Measured on the pairs tier (2026-12-06/07, 2 cores, one thread per run, two runs side by side; --steps 20
+--eval-n 2 --threads 1; bench/results/learn-pairs-seed{0..4}, -pooled (seeds 1, 3, 4), -pooled-v1 (seeds 0-3)):
+didpo is main's; didpo-v1 the verdict before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before
+it stopped crediting code no test ran. grpo on every seed; gigpo on seed 2, grpo-frac on seed 1 only.
+    held-out pass@1 (40 tasks x 2; 0.0125 a sample), before -> after, seeds 0 / 1 / 2 / 3 / 4:
+        before  0.025 / 0.050 / 0.037 / 0.075 / 0.037
+        didpo     -   / 0.000 /   -   / 0.163 / 0.013      didpo-v1 0.125 / 0.000 / 0.287 / 0.212 /   -
+        grpo    0.212 / 0.000 / 0.212 / 0.188 / 0.013      didpo-v0 0.138 / 0.200 / 0.312 / 0.000 /   -
+        gigpo (seed 2) 0.237, grpo-frac (seed 1) 0.037
+    last 10 steps' all-pass: didpo - / 0.00 / - / 0.36 / 0.01, didpo-v1 0.28 / 0.00 / 0.74 / 0.34, grpo 0.74 / 0.00
+        / 0.40 / 0.56 / 0.04.
+    Pooled didpo - grpo (seeds 1, 3, 4): held-out -0.008 [-0.050, +0.025], last 10 steps -0.075 [-0.225, +0.004].
+    Pooled didpo-v1 - grpo (seeds 0-3): held-out +0.003 [-0.066, +0.072], last 10 -0.087 [-0.384, +0.222]. No
+    separation either way. Seed 1 drifts into prose with no code for didpo, didpo-v1 and grpo alike (didpo-v0
+    learned the format there, from credit for code no test ran); seed 4 collapses for didpo and grpo alike into
+    responses that repeat one function until the 256-token cut (from step 3 on). Held-out functions stay at
+    0.00-0.07 for every algorithm: the held-out pairs of trained functions carry the rise.
+    Cost per run: 37-94 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
+    (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
+    before 103c67f, 4.7-5.7 GB since (seeds 1, 3, 4): the HF sampler aliases the learner's weights and drops its
+    packed copies asleep, activation checkpointing is on. What is left above 4 GB: policy 0.54 + AdamW 1.08 +
+    gradients 0.54 + runtime 0.4 GB, and freed memory glibc keeps during an update's forward (autograd saves
+    0.16 GB there; malloc_trim after the forward gives 1-1.7 GB back).
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
@@ -504,9 +510,10 @@ def _print_pool(res: dict) -> None:
 def report(res: dict, out: Path, quiet: bool = False) -> None:
     """Write OUT/learn.json and OUT/learn.png from res; unless quiet, print the table."""
     curves = {algo: _pass_curve(s) for algo, s in res["algos"].items()}  # grpo-frac's reward is no all-pass rate
-    if "didpo" in curves:
-        res["didpo_vs"] = {algo: paired_last(curves["didpo"], r, seed=res["seed"])
-                           for algo, r in curves.items() if algo != "didpo" and len(r) == len(curves["didpo"])}
+    # Always rewritten: a merge starts from its first run's res, whose didpo_vs may name a didpo no longer there.
+    res["didpo_vs"] = {algo: paired_last(curves["didpo"], r, seed=res["seed"])
+                       for algo, r in curves.items() if algo != "didpo" and len(r) == len(curves["didpo"])
+                       } if "didpo" in curves else {}
     (out / "learn.json").write_text(json.dumps(res, indent=2))
     st = res["settings"]
     plot(curves, out / "learn.png", f"{res['model'].split('/')[-1]}, seed {res['seed']}, "
