@@ -154,14 +154,11 @@ def has_signal(group: list[Trajectory], cfg: AdvConfig) -> bool:
 
 
 def return_unit(ys: list[float], norm: str, eps: float = 1e-6) -> float:
-    """One unit of return in center()'s units: 1 under mean_norm; 1/std under mean_std_norm, the std floored at a
-    lone win's among the group's G (√(G−1)/G), so returns that barely differ (an invalid turn's penalty) or not at
-    all give the verdict a win's unit, never 1/eps (A^V of ±150 against one invalid turn's 0.01, before)."""
+    """One unit of return in center()'s units: 1 under mean_norm; 1/std under mean_std_norm, std floored at a lone
+    win's among G (√(G−1)/G): returns that barely differ (one invalid turn's 0.01) gave A^V ±150, not a win's unit."""
     if norm != "mean_std_norm" or not ys:
         return 1.0
-    m = math.fsum(ys) / len(ys)
-    sd = math.sqrt(math.fsum((y - m) ** 2 for y in ys) / len(ys))
-    return 1.0 / (max(sd, math.sqrt(len(ys) - 1) / len(ys)) + eps)
+    return 1.0 / (max(float(np.std(ys)), math.sqrt(len(ys) - 1) / len(ys)) + eps)
 
 
 def _contrast(values: list[float], inside: set[int], norm: str, eps: float) -> float:

@@ -206,9 +206,8 @@ class HFSampler(_Awake):
 
     @torch.no_grad()
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]], alias: bool = False) -> None:
-        """Copy (name, tensor) pairs into the model in place; names are the model's state_dict keys. alias=True:
-        a parameter whose tensor has its dtype and device takes that tensor's storage instead of a copy (one
-        process's learner and sampler then hold the weights once, train.sync_weights); its old storage is freed."""
+        """Copy (name, tensor) pairs into the model in place; names are its state_dict keys. alias: a parameter takes
+        the tensor's storage where dtype and device match (learner and sampler hold it once: train.sync_weights)."""
         state, params = self.model.state_dict(), dict(self.model.named_parameters())
         for name, tensor in named_tensors:
             if name not in state:
@@ -222,8 +221,7 @@ class HFSampler(_Awake):
                 state[name].copy_(tensor)
 
     def sleep(self) -> None:
-        """Asleep, the model keeps no packed weights (hardware.prepack_linears): an update would otherwise hold a
-        second copy of the weights it is about to change, and the next generate repacks them anyway."""
+        """Asleep, no packed weights (hardware.prepack_linears): the update changes them, generate repacks anyway."""
         for m in self.model.modules():
             if callable(unpack := getattr(m, "unpack", None)):
                 unpack()

@@ -59,8 +59,6 @@ class Config:
     # model
     model: str = "smollm2-135m"  # local dir, hub id, alias (Qwen2.5-7B-Coder) or smollm2-135m
     dtype: str = "auto"  # auto: bf16 on GPU; on CPU bf16 autocast where bf16 is fast (AMX, AVX512-BF16), else fp32
-    # Default full: a pairs-tier run of the embedded model peaked 1.9 GB lower (7.8 -> 5.9 GB), its update within 3%
-    # of off's time (2 CPU cores, 2026-12-06).
     activation_checkpointing: str = "full"  # off | full (recompute each decoder layer) | selective (keep its matmuls)
     compile: bool = False  # torch.compile each decoder layer (the first steps compile; each new shape recompiles)
     # data
@@ -340,9 +338,8 @@ def full_named_parameters(policy: Policy):
 
 
 def sync_weights(policy: Policy, sampler) -> None:
-    """The sampler <-> learner boundary: push the learner's current weights into the sampler. One process with
-    the HF sampler: FSDP's local shard is the whole tensor, and the sampler's parameters alias it (the weights
-    are held once, not twice: 0.54 GB for the embedded model); otherwise each full tensor is copied in."""
+    """The sampler <-> learner boundary: push the learner's current weights into the sampler. One process with the
+    HF sampler: the sampler's parameters alias FSDP's local shards, the whole tensors (0.54 GB held once, not twice)."""
     if dist.get_world_size() == 1 and isinstance(sampler, rollout.HFSampler):
         local = ((n, p.to_local() if hasattr(p, "to_local") else p) for n, p in policy.lm.named_parameters())
         sampler.load_weights(((n, t.detach()) for n, t in local), alias=True)

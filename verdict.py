@@ -22,10 +22,9 @@ caught bugs expected among f's tested versions. Mean field over the three states
   log P(correct)            += Σ_{c ∋ u} log(1 − Π_{w∈c, w≠u} q_w) + Σ_{w apart from u} log(1 − (1 − APART)·q_w)
   log P(correct or escaped) += Σ_{caught c ∋ u} log(1 − Π_{w∈c, w≠u} (1 − k_w))
 A^V_{i,t,u} = s·(q_u − q̄) − A^E_i on the piece's tokens; q̄ = the mean over trajectories of their judged pieces'
-mean q (R_j if none), s = one unit of Y in A^E's units (didpo.return_unit: 1 under mean_norm) in every group,
-also where no return differs. s was the returns' spread ratio, 0 there: the verdict spoke in a no-winner group only
-when an invalid turn's penalty set returns apart (80 saved training groups, bench/credit_live.py --runs: in those
-with equal returns, s = 1 ranks a response's correct function above its wrong one 0.87, the ratio 0.78). u is
+mean q (R_j if none), s = one unit of Y in A^E's units (didpo.return_unit) in every group, also where no return
+differs (s was the spread ratio, 0 there unless an invalid turn set returns apart; bench/credit_live.py --runs,
+equal returns: a response's correct function above its wrong one 0.87 at s = 1, 0.78 before). u is
 judged where a test, R ≥ 1 or the probe bears on u itself, or a loss that only u explains (the rest of that final
 workspace verified or passing); else q_u := q̄, no push: at 1/2 against a q̄ of bugs, code that never ran (cut
 off, a syntax error) drew credit, and a run learned to write long unclosed blocks (bench/learn.py, seed 3).

@@ -128,8 +128,7 @@ def release_update_memory(opt: torch.optim.Optimizer) -> None:
 
 
 def trim_heap() -> None:
-    """Give the heap's free pages back to the kernel (glibc's malloc_trim): after a rollout, whose thousands of
-    small freed tensors (per-token logits, the KV cache's growth) would otherwise sit under the update's peak."""
+    """Give the heap's free pages to the kernel (malloc_trim): a rollout's freed logits would sit under the update."""
     if (libc := _glibc()) is not None:
         libc.malloc_trim(0)
 
