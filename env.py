@@ -17,6 +17,7 @@ earns diff credit); `Turn.emitted` has the range of every line written, re-emiss
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import asdict, dataclass, field, fields
 
@@ -75,6 +76,12 @@ class Trajectory:
                 t[key] = {p: [tuple(r) if r is not None else None for r in rs] for p, rs in t.get(key, {}).items()}
             turns.append(Turn(**t))
         return Trajectory(turns=turns, **d)
+
+
+def read_groups(lines: list[str]) -> list[list[Trajectory]]:
+    """The groups of a saved step file's lines (trainer.log writes each group's trajectories one after another)."""
+    trajs = [Trajectory.from_json(line) for line in lines if line.strip()]
+    return [list(g) for _, g in itertools.groupby(trajs, key=lambda tr: tr.task_id)]
 
 
 @dataclass

@@ -330,19 +330,20 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     return fsdp.shard(policy, lm, device, world, bf16=bf16, frozen=frozen)
 
 
-def full_named_parameters(policy: Policy):
-    """Stream full (unsharded) parameters one at a time, with HF names: peak extra memory is one tensor."""
+def full_named_parameters(policy: Policy, local: bool = False):
+    """Stream parameters one at a time, with HF names: full (unsharded) tensors, peak extra memory one tensor;
+    local: each rank's FSDP shard as it is (no gather, no copy), the whole tensor in a world of one."""
     for name, p in policy.lm.named_parameters():
-        t = p.full_tensor() if hasattr(p, "full_tensor") else p  # DTensor under FSDP2
-        yield name, t.detach()
+        if hasattr(p, "full_tensor"):  # DTensor under FSDP2
+            p = p.to_local() if local else p.full_tensor()
+        yield name, p.detach()
 
 
 def sync_weights(policy: Policy, sampler) -> None:
     """The sampler <-> learner boundary: push the learner's current weights into the sampler. One process with the
     HF sampler: the sampler's parameters alias FSDP's local shards, the whole tensors (0.54 GB held once, not twice)."""
     if dist.get_world_size() == 1 and isinstance(sampler, rollout.HFSampler):
-        local = ((n, p.to_local() if hasattr(p, "to_local") else p) for n, p in policy.lm.named_parameters())
-        sampler.load_weights(((n, t.detach()) for n, t in local), alias=True)
+        sampler.load_weights(full_named_parameters(policy, local=True), alias=True)
     else:
         sampler.load_weights(full_named_parameters(policy))
 

@@ -135,7 +135,7 @@ def sampled(a) -> tuple[list, dict, float]:
 def saved(runs: list[str]) -> tuple[list, dict]:
     """(groups, task id -> Task) of training runs' saved groups: each RUN/*/groups/step_*.jsonl (bench/learn.py
     runs train with save_groups), its tasks from RUN/train_tasks.jsonl (or RUN/tasks.jsonl)."""
-    from env import Trajectory
+    from env import read_groups
 
     groups, by_id = [], {}
     for run in map(Path, runs):
@@ -144,13 +144,7 @@ def saved(runs: list[str]) -> tuple[list, dict]:
         if not found or not files:
             sys.exit(f"error: --runs {run}: needs train_tasks.jsonl and */groups/step_*.jsonl (bench/learn.py's out)")
         by_id |= {t.id: t for t in tasklib.load(found[0])}
-        for f in files:
-            by_task: dict[str, list] = {}
-            for line in f.read_text().splitlines():
-                if line.strip():
-                    tr = Trajectory.from_json(line)
-                    by_task.setdefault(tr.task_id, []).append(tr)
-            groups += by_task.values()
+        groups += [g for f in files for g in read_groups(f.read_text().splitlines())]
     return groups, by_id
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import subprocess
 import sys
@@ -157,3 +158,20 @@ def test_explain_renders_terminal_and_html(tmp_path, tiny_tokenizer):
     bad = subprocess.run([sys.executable, "-m", "tools.explain", str(tmp_path / "missing.jsonl")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "does not exist" in bad.stderr + bad.stdout
+
+
+def test_explain_reads_one_group_of_a_step_file_holding_several(tmp_path, tiny_tokenizer):
+    # The trainer writes save_groups groups per step file, one after another: credit is computed within one.
+    from test_didpo import F_BAD, F_OK, G_OK, build, whole
+
+    first = [build(tiny_tokenizer, [whole(f, G_OK)], [0.0], float(f == F_OK)) for f in (F_OK, F_BAD, F_BAD)]
+    second = [dataclasses.replace(tr, task_id="other") for tr in first[:2]]
+    path = tmp_path / "step_3.jsonl"
+    path.write_text("".join(tr.to_json() + "\n" for tr in first + second))
+    assert [[tr.task_id for tr in g] for g in env.read_groups(path.read_text().splitlines())] == [
+        [first[0].task_id] * 3, ["other"] * 2]
+    run = [sys.executable, "-m", "tools.explain", str(path), "--group"]
+    one = subprocess.run(run + ["1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert one.returncode == 0 and "trajectory 1" in one.stdout and "trajectory 2" not in one.stdout, one.stderr
+    past = subprocess.run(run + ["2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert past.returncode == 2 and "holds 2 group(s), no group 2; pass --group 0 to 1" in past.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import cli
 import didpo
-from env import Trajectory
+from env import Trajectory, read_groups
 
 
 def _rgb(v: float, scale: float) -> tuple[int, int, int]:
@@ -168,6 +168,7 @@ class Explain:
     algo: str = "didpo"  # grpo | gigpo | didpo
     baseline: str = "ridge"  # ridge | contrast | group_mean
     norm: str = "mean_norm"  # mean_norm | mean_std_norm
+    group: int = 0  # which group of the file (the trainer writes save_groups of them per step)
 
 
 def _fail(msg: str):
@@ -182,11 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     if not group_file.exists():
         _fail(f"{group_file} does not exist; pass a .jsonl file of saved trajectories (the trainer writes them)")
     try:
-        group = [Trajectory.from_json(line) for line in group_file.read_text().splitlines() if line.strip()]
+        groups = read_groups(group_file.read_text().splitlines())
     except (ValueError, TypeError, KeyError) as e:
         _fail(f"{group_file} is not a file of env.Trajectory JSON lines ({e})")
-    if not group:
-        _fail(f"{group_file} holds no trajectory; pass a non-empty group file")
+    if not 0 <= opts.group < len(groups):
+        fix = f"pass --group 0 to {len(groups) - 1}" if groups else "pass a file of saved trajectories"
+        _fail(f"{group_file} holds {len(groups)} group(s), no group {opts.group}; {fix}")
+    group = groups[opts.group]
     try:
         cfg = didpo.AdvConfig(algo=opts.algo, baseline=opts.baseline, norm=opts.norm)
     except ValueError as e:
