@@ -246,9 +246,9 @@ def _make_sampler(cfg: EvalConfig):
     if cfg.sampler not in ("auto", "hf", "vllm"):
         raise ValueError(f"--sampler {cfg.sampler!r} is not auto, hf or vllm")
     kind = cfg.sampler if cfg.sampler != "auto" else ("vllm" if torch.cuda.is_available() else "hf")
-    if kind == "vllm":  # the tokenizer the trainer's vLLM sampler gets (models.load_tokenizer: pad = eos)
+    if kind == "vllm":  # as the trainer's: models.load_tokenizer; on CPU eager (compiling takes minutes)
         tok = models.load_tokenizer(cfg.model)
-        return rollout.VLLMSampler(models.resolve(cfg.model), tok, seed=cfg.seed), tok
+        return rollout.VLLMSampler(cfg.model, tok, seed=cfg.seed, enforce_eager=not torch.cuda.is_available()), tok
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model, tok = models.load_model(cfg.model, dtype=torch.bfloat16 if device == "cuda" else None, device=device)
     return rollout.HFSampler(prepack_linears(model), tok, batch_size=cfg.batch_size), tok

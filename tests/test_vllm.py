@@ -212,3 +212,23 @@ def test_rollout_through_vllm(engine, hf):
         on = torch.tensor(tr.loss_mask[1:]).bool()
         gap = (torch.tensor(tr.sampler_logprobs[1:])[on] - forward_logprobs(model, tr.token_ids)[on]).abs()
         assert bf16_close(gap)
+
+
+def test_eval_samples_with_the_vllm_engine(tmp_path):
+    # eval.py --sampler vllm, in its own process as a user runs it (an engine of its own, eager on CPU).
+    import json
+    import subprocess
+    import sys
+
+    root, out = Path(__file__).resolve().parent.parent, tmp_path / "ev"
+    cmd = [sys.executable, "eval.py", "--bench", "livecodebench", "--path", "tests/fixtures/lcb", "--limit", "2",
+           "--model", "smollm2-135m",
+           "--sampler", "vllm", "--n", "1", "--temperature", "0", "--max-tokens", "48", "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and len({r["task_id"] for r in rows}) == 2
+    assert all(r["response"].strip() and r["status"] for r in rows)  # sampled, decoded and graded
+    result = json.loads((out / "results.json").read_text())
+    assert result["n"] == 1 and result["config"]["sampler"] == "vllm"
