@@ -238,6 +238,9 @@ def test_credit_live_scores_saved_groups_apart_by_whether_rewards_differ(tmp_pat
     assert res["estimators"]["grpo"]["accuracy"] == 0.5 == res["equal_estimators"]["grpo"]["accuracy"]
     assert res["estimators"]["didpo (default)"]["accuracy"] == 1.0
     assert res["equal_estimators"]["didpo (default)"]["accuracy"] == 1.0
+    apart = res["apart_from_grpo"]  # grpo against itself: no token apart; the verdict moves the default off grpo
+    assert apart["grpo"] == {"token_share": 0.0, "cosine": pytest.approx(1.0)}
+    assert apart["didpo (default)"]["token_share"] > 0 and apart["didpo (default)"]["cosine"] < 0.999
     monkeypatch.setattr(sys, "argv", ["credit_live.py", "--runs", str(tmp_path / "none")])
     with pytest.raises(SystemExit, match="needs train_tasks.jsonl"):
         live.main()
