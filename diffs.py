@@ -556,10 +556,10 @@ def holders(group, anchors: list[Anchor], survive: bool = True) -> list[set[int]
 
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
-        raise SystemExit("usage: python diffs.py GROUP.jsonl   (one env.Trajectory JSON per line)")
-    from env import Trajectory  # lazy: env imports the sandbox
+        raise SystemExit("usage: python diffs.py GROUP.jsonl   (a saved step file: its first group)")
+    from env import read_groups  # lazy: env imports the sandbox
     with open(argv[0]) as f:
-        group = [Trajectory.from_json(line) for line in f if line.strip()]
+        group = read_groups(f.read().splitlines())[0]
     res = find_anchors(group)
     print(res.stats())
     for a in res.anchors:

@@ -17,7 +17,6 @@ earns diff credit); `Turn.emitted` has the range of every line written, re-emiss
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import asdict, dataclass, field, fields
 
@@ -79,9 +78,10 @@ class Trajectory:
 
 
 def read_groups(lines: list[str]) -> list[list[Trajectory]]:
-    """The groups of a saved step file's lines (trainer.log writes each group's trajectories one after another)."""
-    trajs = [Trajectory.from_json(line) for line in lines if line.strip()]
-    return [list(g) for _, g in itertools.groupby(trajs, key=lambda tr: tr.task_id)]
+    """A saved step file's groups (trainer.log): each starts where the task changes or meta["episode"] is 0 again."""
+    ts = [Trajectory.from_json(line) for line in lines if line.strip()]
+    starts = [i for i, t in enumerate(ts) if not i or t.task_id != ts[i - 1].task_id or t.meta.get("episode") == 0]
+    return [ts[a:b] for a, b in zip(starts, starts[1:] + [len(ts)])]
 
 
 @dataclass

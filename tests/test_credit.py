@@ -165,11 +165,14 @@ def test_explain_reads_one_group_of_a_step_file_holding_several(tmp_path, tiny_t
     from test_didpo import F_BAD, F_OK, G_OK, build, whole
 
     first = [build(tiny_tokenizer, [whole(f, G_OK)], [0.0], float(f == F_OK)) for f in (F_OK, F_BAD, F_BAD)]
+    first = [dataclasses.replace(tr, meta={"episode": i}) for i, tr in enumerate(first)]  # as rollout numbers them
     second = [dataclasses.replace(tr, task_id="other") for tr in first[:2]]
     path = tmp_path / "step_3.jsonl"
     path.write_text("".join(tr.to_json() + "\n" for tr in first + second))
     assert [[tr.task_id for tr in g] for g in env.read_groups(path.read_text().splitlines())] == [
         [first[0].task_id] * 3, ["other"] * 2]
+    again = [tr.to_json() for tr in first[:2] + first]  # two groups of one task (a small file wraps around)
+    assert [len(g) for g in env.read_groups(again)] == [2, 3]
     run = [sys.executable, "-m", "tools.explain", str(path), "--group"]
     one = subprocess.run(run + ["1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert one.returncode == 0 and "trajectory 1" in one.stdout and "trajectory 2" not in one.stdout, one.stderr

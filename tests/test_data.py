@@ -227,6 +227,8 @@ def test_credit_live_scores_saved_groups_apart_by_whether_rewards_differ(tmp_pat
     for step, combos in steps.items():
         group = [rollout.replay(task, [response(*c)], tiny_tokenizer, max_turns=1) for c in combos]
         assert [tr.reward for tr in group] == [float(c == (1, 1)) for c in combos]
+        for i, tr in enumerate(group):  # one episode each: numbered within the group, as one rollout numbers them
+            tr.meta["episode"] = i
         (run / "didpo" / "groups" / f"step_{step}.jsonl").write_text("".join(tr.to_json() + "\n" for tr in group))
     out = tmp_path / "live.json"
     monkeypatch.setattr(sys, "argv", ["credit_live.py", "--runs", str(run), "--json", str(out)])
