@@ -22,27 +22,29 @@ resident memory (VmHWM) is read from its process. --pool pools seeds: DiDPO minu
 pass@1 (per-task differences; seeds, then tasks resampled) and on the last window (seeds, then steps).
 
 Measured on the pairs tier (2026-12-06/07, 2 cores, one thread per run, two runs side by side; --steps 20
---eval-n 2 --threads 1; bench/results/learn-pairs-seed{0..4}, -pooled (seeds 0-4), -pooled-v1 (seeds 0-3)):
-didpo is main's; didpo-v1 the verdict before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before
-it stopped crediting code no test ran. grpo on every seed; gigpo on seed 2, grpo-frac on seed 1 only.
+--eval-n 2 --threads 1; bench/results/learn-pairs-seed{0..4}, -pooled (seeds 0-4: didpo, grpo, gigpo),
+-pooled-frac (seeds 0, 1, 3, with grpo-frac), -pooled-v1 (seeds 0-3)): didpo is main's; didpo-v1 the verdict
+before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it stopped crediting code no test ran.
     held-out pass@1 (40 tasks x 2; 0.0125 a sample), before -> after, seeds 0 / 1 / 2 / 3 / 4:
-        before  0.025 / 0.050 / 0.037 / 0.075 / 0.037
-        didpo   0.125 / 0.000 / 0.287 / 0.163 / 0.013      didpo-v1 0.125 / 0.000 / 0.287 / 0.212 /   -
-        grpo    0.212 / 0.000 / 0.212 / 0.188 / 0.013      didpo-v0 0.138 / 0.200 / 0.312 / 0.000 /   -
-        gigpo (seed 2) 0.237, grpo-frac (seed 1) 0.037
-    last 10 steps' all-pass: didpo 0.28 / 0.00 / 0.74 / 0.36 / 0.01, didpo-v1 0.28 / 0.00 / 0.74 / 0.34,
-        grpo 0.74 / 0.00 / 0.40 / 0.56 / 0.04.
-    Pooled didpo - grpo (seeds 0-4): held-out -0.007 [-0.062, +0.048], last 10 steps -0.070 [-0.320, +0.168].
+        before    0.025 / 0.050 / 0.037 / 0.075 / 0.037
+        didpo     0.125 / 0.000 / 0.287 / 0.163 / 0.013      didpo-v1 0.125 / 0.000 / 0.287 / 0.212 /   -
+        grpo      0.212 / 0.000 / 0.212 / 0.188 / 0.013      didpo-v0 0.138 / 0.200 / 0.312 / 0.000 /   -
+        gigpo     0.200 / 0.000 / 0.237 / 0.150 / 0.000      grpo-frac 0.175 / 0.037 /   -   / 0.138 /   -
+    last 10 steps' all-pass: didpo 0.28 / 0.00 / 0.74 / 0.36 / 0.01, grpo 0.74 / 0.00 / 0.40 / 0.56 / 0.04,
+        gigpo 0.76 / 0.00 / 0.57 / 0.54 / 0.00, grpo-frac 0.36 / 0.39 / - / 0.52 / -.
+    Pooled, seeds 0-4: didpo - grpo held-out -0.007 [-0.062, +0.048], last 10 steps -0.070 [-0.320, +0.168];
+        didpo - gigpo held-out +0.000 [-0.050, +0.040], last 10 -0.098 [-0.333, +0.090].
+    Pooled, seeds 0, 1, 3: didpo - grpo-frac held-out -0.021 [-0.075, +0.046], last 10 -0.050 [-0.229, +0.138].
     Pooled didpo-v1 - grpo (seeds 0-3): held-out +0.003 [-0.066, +0.072], last 10 -0.087 [-0.384, +0.222]. No
     separation either way. didpo and didpo-v1 run alike step for step on seeds 0-2 (2-6 of 20 groups had equal
     returns, and in nearly all no test judged any code: A^V 0 under both rules). Seed 1 drifts into prose with
-    no code for didpo, didpo-v1 and grpo alike (didpo-v0 learned the format there, from credit for code no test
-    ran); seed 4 collapses for didpo and grpo alike into responses that repeat one function until the 256-token
-    cut (from step 3 on). Held-out functions stay at 0.00-0.07 for every algorithm: the held-out pairs of trained
-    functions carry the rise.
-    Cost per run: 37-94 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
+    no code for didpo, didpo-v1, grpo and gigpo alike (didpo-v0 learned the format there, from credit for code no
+    test ran, and so did grpo-frac, from partial credit); seed 4 collapses for didpo, grpo and gigpo alike into
+    responses that repeat one function until the 256-token cut (from step 3 on). Held-out functions stay at
+    0.00-0.07 for every algorithm: the held-out pairs of trained functions carry the rise.
+    Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
     (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
-    before 103c67f, 4.7-5.7 GB since (seeds 1, 3, 4): the HF sampler aliases the learner's weights and drops its
+    before 103c67f, 4.7-5.7 GB since (12 runs): the HF sampler aliases the learner's weights and drops its
     packed copies asleep, activation checkpointing is on. What is left above 4 GB: policy 0.54 + AdamW 1.08 +
     gradients 0.54 + runtime 0.4 GB, and freed memory glibc keeps during an update's forward (autograd saves
     0.16 GB there; malloc_trim after the forward gives 1-1.7 GB back).
