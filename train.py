@@ -96,6 +96,7 @@ class Config:
     K: int = 64  # at most this many anchors per task group
     dynamic_sampling: bool = False  # DAPO: drop groups whose rewards are all equal, keep sampling
     max_gen_batches: int = 4  # DAPO: rollout batches per step at most
+    overlong_filter: bool = False  # DAPO: responses cut by a token budget train nothing (their rewards still count)
     # loss
     clip_low: float = 0.2  # ε_low: ratio floor 1 − ε_low
     clip_high: float = 0.28  # ε_high: ratio ceiling 1 + ε_high (clip-higher, DAPO)
@@ -395,6 +396,9 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
     and steps. Every rank calls it (FSDP collectives), even with no trajectories of its own. Part k of every
     rank's trajectories forms the global mini-batch of step k, normalized by its global token count. With one
     step the old log-probs are the current ones (logp.detach(): ratio 1 with its gradient), no extra forward."""
+    if cfg.overlong_filter:  # DAPO: a response cut by a token budget adds no loss and no token to the mean
+        trajs = [dataclasses.replace(t, loss_mask=[0] * len(t.loss_mask))
+                 if t.meta.get("truncated") in ("length", "total_tokens") else t for t in trajs]
     n_mini = cfg.ppo_mini_batches
     cut = [len(trajs) * k // n_mini for k in range(n_mini + 1)]
     minis = [micro_batches(trajs[cut[k] : cut[k + 1]], advs[cut[k] : cut[k + 1]], cfg, device) for k in range(n_mini)]

@@ -291,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="no training: one JSON, PNG and table from learn runs of single algorithms into --out")
     ap.add_argument("--base-from", metavar="DIR", help="reuse the base model's held-out eval of another run of this "
                     "seed and tier (its --out): the same samples, not drawn again")
+    ap.add_argument("--overlong-filter", action="store_true", help="DAPO's overlong filtering (train.Config): "
+                    "responses cut at the token cap train nothing")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 6 steps: seconds, not a result")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch intra-op threads (default torch's; smoke 1); 1 on a CPU shared with other jobs, "
@@ -354,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                                        max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
                                        temperature=a.temperature, tier=a.tier,
                                        difficulty=a.difficulty if a.tier == "trivial" else "", eval_n=a.eval_n,
-                                       threads=torch.get_num_threads()),
+                                       threads=torch.get_num_threads(),
+                                       **({"overlong_filter": True} if a.overlong_filter else {})),
                eval_base_s=time.time() - t0)
     for algo in algos:
         cfg = train.resolve_config(dict(
@@ -362,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
             tasks=str(train_p), difficulty="", steps=a.steps, tasks_per_step=a.tasks_per_step,
             group_size=a.group_size, max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
             temperature=a.temperature, seed=a.seed, out=str(out / algo), save_groups=1,
+            overlong_filter=a.overlong_filter,
             **(dict(micro_batch_size=1, logprob_chunk=64) if a.smoke else {})))
         peak_rss_reset()
         t = time.time()
@@ -549,7 +553,8 @@ def merge(dirs: list[str], out: Path) -> int:
     same = ("model", "seed", "heldout")
     for d, r in zip(dirs[1:], runs[1:]):
         diff = [k for k in same if r[k] != runs[0][k]] + \
-               [k for k in runs[0]["settings"] if k != "threads" and r["settings"].get(k) != runs[0]["settings"][k]]
+               [k for k in {**runs[0]["settings"], **r["settings"]}
+                if k != "threads" and r["settings"].get(k) != runs[0]["settings"].get(k)]
         if diff:
             print(f"error: --merge {d} differs from {dirs[0]} in {', '.join(diff)}; merge runs of one setting",
                   file=sys.stderr)

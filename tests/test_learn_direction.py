@@ -144,3 +144,18 @@ def test_two_mini_batches_and_two_epochs_step_against_the_old_log_probs():
     _check_golden(1, 2)
     m = _check_golden(2, 1)
     assert m["ratio_mean"] != 1.0  # the second epoch's ratio is against the first's old log-probs
+
+
+def test_overlong_filter_trains_only_the_responses_that_ended():
+    # DAPO's overlong filtering: a response cut at its token cap adds no loss and no token to the mean; the golden
+    # step is the textbook one on the other trajectories alone.
+    cfg = train.Config(lr=0.02, grad_clip=1e9, entropy_coef=0.0, dtype="float32", micro_batch_tokens=40,
+                       overlong_filter=True)
+    policy, plain, device = _learner(cfg)
+    trajs, advs = direction_batch()
+    trajs[1].meta["truncated"] = "length"
+    trajs[2].meta["truncated"] = "max_turns"  # ended by the turn limit, not cut: it trains
+    train.learn(policy, torch.optim.SGD(policy.parameters(), lr=cfg.lr), trajs, advs, cfg, device)
+    kept = [trajs[0], trajs[2]]
+    _golden_step(plain, kept, [advs[0], advs[2]], _old(plain, kept), cfg.lr)
+    _assert_same(policy, plain)
