@@ -43,8 +43,9 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     responses that repeat one function until the 256-token cut (from step 3 on). Held-out functions stay at
     0.00-0.07 for every algorithm: the held-out pairs of trained functions carry the rise.
     --overlong-filter, seed 4, didpo and grpo (a pilot stopped at step 12 of 20, no held-out eval): both drift into
-    prose, entropy 0.95 -> 3-4, no winner after step 1 (unfiltered: 0.25-0.62 pass in some steps, entropy falling
-    to 0.3). Seed 4's early winners are cut responses: filtering them leaves only the losers' negative signal.
+    prose, entropy 0.95 -> 3-4, no winner after step 1 (unfiltered, steps 1-12: winners in 8 (didpo) and 5 (grpo)
+    steps, entropy 0.48 / 0.26 at step 12). Seed 4's early winners are cut responses: filtering them leaves only
+    the losers' negative signal.
     Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
     (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
     before 103c67f, 4.7-5.7 GB since (12 runs): the HF sampler aliases the learner's weights and drops its
