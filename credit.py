@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import operator
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,13 +53,8 @@ def _slow(tokenizer, ids: list[int], text: str) -> list[Range]:
     lengths, longer = [], []
     for k in range(len(ids)):
         s = _decode(tokenizer, ids[: k + 1])
-        n = 0
-        for x, y in zip(s, text):  # length of the common prefix with the full text
-            if x != y:
-                break
-            n += 1
-        lengths.append(n)
-        longer.append(len(s) > n)
+        lengths.append(len(os.path.commonprefix([s, text])))  # the common prefix with the full text
+        longer.append(len(s) > lengths[-1])
     final = list(lengths)
     for k in range(len(ids) - 2, -1, -1):  # chars are final only once no later prefix takes them back
         final[k] = min(final[k], final[k + 1])

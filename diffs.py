@@ -52,9 +52,7 @@ def _lines(text: str, memo: dict | None) -> list[str]:
     # S_t is turn t's "after" and turn t+1's "before": split it once; the line strings keep cached hashes.
     if memo is None:
         return lines_of(text)
-    if text not in memo:
-        memo[text] = lines_of(text)
-    return memo[text]
+    return memo[text] if text in memo else memo.setdefault(text, lines_of(text))
 
 
 @dataclass(slots=True)
@@ -171,9 +169,7 @@ class SubDiff:
 def _blocks(added: list[int], stmt: list[int]) -> list[list[int]]:
     """Cut a run of added line numbers where the statement changes; blank/comment lines go with the next statement."""
     out: list[list[int]] = []
-    cur: list[int] = []
-    pending: list[int] = []
-    cur_id = None
+    cur, pending, cur_id = [], [], None
     for no in added:
         sid = stmt[no] if no < len(stmt) else -1
         if sid == -1:
@@ -537,9 +533,7 @@ def holders(group, anchors: list[Anchor], survive: bool = True) -> list[set[int]
     memo: dict[str, list[str]] = {}
 
     def norm(text: str) -> list[str]:  # S_t recurs (after of turn t, before of t+1, final): normalize each once
-        if text not in memo:
-            memo[text] = [normalize_line(x) for x in lines_of(text)]
-        return memo[text]
+        return memo[text] if text in memo else memo.setdefault(text, [normalize_line(x) for x in lines_of(text)])
 
     final = [{p: set(norm(x)) for p, x in tr.turns[-1].files_after.items()} if tr.turns and survive else {}
              for tr in group]

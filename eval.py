@@ -207,8 +207,7 @@ def read_samples(path: str, by_id: dict[str, Task], lcb: bool = False) -> tuple[
             if not isinstance(item, dict) or "question_id" not in item or not isinstance(item.get("code_list"), list):
                 raise UsageError(f"{path}: item {i} needs question_id and a code_list list (LiveCodeBench format)")
             tid = str(item["question_id"])
-            if tid not in by_id:
-                unknown += 1
+            unknown += tid not in by_id
             out[tid] += [(str(code), "") for code in item["code_list"]]
         return out, unknown
     for n, line in enumerate(text.splitlines(), 1):
@@ -358,9 +357,8 @@ def _fill_from_samples(tasks: list[Task], given: dict, n: int, records: dict) ->
             code, response = codes[i] if i < len(codes) else ("", "")
             old = records.get((t.id, i))
             if old is None or old.code != code:
-                records[(t.id, i)] = SampleRecord(t.id, i, code, response)
-                if i >= len(codes):
-                    records[(t.id, i)].passed, records[(t.id, i)].status = False, "missing"
+                missing = {"passed": False, "status": "missing"} if i >= len(codes) else {}
+                records[(t.id, i)] = SampleRecord(t.id, i, code, response, **missing)
 
 
 def _fill_from_model(cfg: EvalConfig, tasks: list[Task], n: int, records: dict, out: Path, console, grade_mode):
@@ -532,8 +530,7 @@ def main(argv: list[str] | None = None) -> None:
         cfg.k = sorted(set(cfg.k))
         result = run(cfg, Console(stderr=True))
     except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        cli.fail(str(e))
     report(result, cfg.k, Console())
     if lcb_conventions(cfg):  # as LiveCodeBench's compute_scores prints them
         print("\n".join(f"Pass@{k} = {result['overall'][f'pass@{k}']}" for k in cfg.k if k <= result["n"]))

@@ -285,5 +285,4 @@ def _lcb_verdict(rec: dict, limits: Limits) -> Verdict:
         return Verdict(False, "timeout", f"time limit {limits.wall_s:g}s exceeded (LCB alarm)")
     if code == -1 and msg.startswith("global timeout"):
         return Verdict(False, "timeout", msg)
-    status = "memory" if "MemoryError" in msg else "error"
-    return Verdict(False, status, msg[:300])
+    return Verdict(False, "memory" if "MemoryError" in msg else "error", msg[:300])

@@ -145,9 +145,8 @@ PRESETS = {
 }
 PRESETS["Qwen/Qwen2.5-Coder-7B-Instruct"] = PRESETS["Qwen2.5-7B-Coder"]
 
-CHOICES = dict(sampler=("hf", "vllm"), reward=("binary", "fraction"), algo=("grpo", "gigpo", "didpo"),
-               baseline=didpo.BASELINES, norm=("mean_norm", "mean_std_norm"),
-               loss_agg=("token-mean", "seq-mean-token-mean"), dtype=("auto", "float32", "bfloat16"),
+CHOICES = dict(sampler=("hf", "vllm"), reward=("binary", "fraction"), algo=didpo.ALGOS, baseline=didpo.BASELINES,
+               norm=didpo.NORMS, loss_agg=("token-mean", "seq-mean-token-mean"), dtype=("auto", "float32", "bfloat16"),
                pack=("auto", "on", "off"), activation_checkpointing=("off", "full", "selective"))
 
 
@@ -155,8 +154,7 @@ def resolve_config(overrides: dict, config_file: str | None = None) -> Config:
     """Defaults < model preset < config file < command-line flags."""
     file_values = cli.read_file(config_file, Config) if config_file else {}
     model = overrides.get("model") or file_values.get("model") or Config.model
-    values = {**PRESETS.get(model, {}), **file_values, **overrides}
-    cfg = Config(**values)
+    cfg = Config(**{**PRESETS.get(model, {}), **file_values, **overrides})
     for name, allowed in CHOICES.items():
         if getattr(cfg, name) not in allowed:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(cfg, name)!r} is not one of {', '.join(allowed)}")
@@ -284,10 +282,8 @@ class Policy(torch.nn.Module):
         logps, ents = [], []
         for s in range(0, max(h.shape[0], 1), self.chunk):  # one (empty) chunk even at N = 0: backward must run
             # Recompute each chunk's logits in backward instead of keeping them: peak is one chunk.
-            lp, en = torch.utils.checkpoint.checkpoint(
-                _chunk_logprobs, self.lm.lm_head, h[s : s + self.chunk], targets[s : s + self.chunk], entropy,
-                use_reentrant=False,
-            )
+            lp, en = torch.utils.checkpoint.checkpoint(_chunk_logprobs, self.lm.lm_head, h[s : s + self.chunk],
+                                                       targets[s : s + self.chunk], entropy, use_reentrant=False)
             logps.append(lp)
             ents.append(en)
         zeros = h.new_zeros(keep.shape, dtype=torch.float)  # (B, T-1)
@@ -301,8 +297,7 @@ def _chunk_logprobs(head, h, targets, entropy: bool):
     lp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
     if not entropy:
         return lp, lp.new_zeros(())
-    p = torch.softmax(logits, -1)
-    return lp, logz - (p * logits).sum(-1)
+    return lp, logz - (torch.softmax(logits, -1) * logits).sum(-1)
 
 
 def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False, config=None) -> Policy:
@@ -650,8 +645,7 @@ def main(argv: list[str] | None = None) -> None:
         models.resolve(cfg.model)
         check_run_dir(cfg)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)  # one line, never wrapped
-        sys.exit(2)
+        cli.fail(str(e))
     try:
         train(cfg)
     except (checkpoint.DiskFull, data.DataError) as e:  # raised before anything was written: one line, no traceback

@@ -27,8 +27,7 @@ def list_benchmarks() -> list[str]:
 
 def filters_of(name: str) -> list[str]:
     """The filter keywords a benchmark's loader accepts."""
-    params = inspect.signature(LOADERS[name]).parameters
-    return [p for p in params if p not in ("path", "strict")]
+    return [p for p in inspect.signature(LOADERS[name]).parameters if p not in ("path", "strict")]
 
 
 def load(name: str, path: str | Path | None = None, strict: bool = False, **filters) -> list[Task]:

@@ -113,8 +113,7 @@ def _lcb_task(row: dict, release: str | None = None) -> Task:
     date = (date if isinstance(date, datetime) else datetime.fromisoformat(str(date))).replace(tzinfo=None)
     starter = row.get("starter_code") or ""
     content = text(row["question_content"], "question_content")
-    code = starter if starter else "# YOUR CODE HERE"
-    fmt = f"{_LCB_WITH_STARTER if starter else _LCB_STDIN}\n```python\n{code}\n```"
+    fmt = f"{_LCB_WITH_STARTER if starter else _LCB_STDIN}\n```python\n{starter or '# YOUR CODE HERE'}\n```"
     prompt = f"### Question:\n{content}\n\n### Format: {fmt}\n\n{_LCB_ANSWER}"
     meta = {"source": "livecodebench", "platform": platform, "difficulty": difficulty,
             "contest_date": date.isoformat(), "contest_id": str(row.get("contest_id", "")),

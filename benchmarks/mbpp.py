@@ -28,8 +28,6 @@ def _mbpp_task(row: dict) -> Task:
 def load(path=None, *, strict=False, subset="full", split="test") -> list[Task]:
     if subset not in ("full", "sanitized"):
         raise ValueError(f"unknown mbpp subset {subset!r}; accepted: full, sanitized")
-    if path is None:
-        rows = hub_rows(f"{MBPP_REPO} ({subset})", MBPP_REPO, subset, split=split)
-    else:
-        rows = local_rows(path, split)
+    rows = (hub_rows(f"{MBPP_REPO} ({subset})", MBPP_REPO, subset, split=split) if path is None
+            else local_rows(path, split))
     return collect("mbpp", with_convert(rows, _mbpp_task), strict)

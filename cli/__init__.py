@@ -4,8 +4,8 @@
 
 `parse(argv, *classes, extra=())` -> {field: value} of the flags given (to merge over a config file or presets):
 field x_y is --x-y, its help its trailing comment; str, int, float, bool (--x / --no-x), `X | None`, comma-separated
-lists. Bad input: one `error: ...` line naming the closest flag, exit code 2. `read_file(path, cls)`: the fields of
-a YAML or TOML file. `git_revision()`: this checkout's commit, or "unknown".
+lists. Bad input: one `error: ...` line naming the closest flag, exit code 2 (`fail(message)` for any).
+`read_file(path, cls)`: the fields of a YAML or TOML file. `git_revision()`: this checkout's commit, or "unknown".
 """
 
 from __future__ import annotations
@@ -34,8 +34,12 @@ class _Parser(argparse.ArgumentParser):
                 close = difflib.get_close_matches(bad.split("=")[0], flags, n=1)
                 hints.append(f"{bad}" + (f" (did you mean {close[0]}?)" if close else ""))
             message = f"unknown option {', '.join(hints)}; see --help"
-        sys.stderr.write(f"error: {message}\n")
-        sys.exit(2)
+        fail(message)
+
+
+def fail(message: str) -> typing.NoReturn:
+    """Bad input: one `error: ...` line on stderr, exit code 2, no traceback."""
+    sys.exit(print(f"error: {message}", file=sys.stderr) or 2)
 
 
 def field_comments(cls) -> dict[str, str]:

@@ -66,9 +66,7 @@ def convert_assert(src: str):
             return None
         checks.append(check)
         tree.body[i] = ast.Expr(ast.Call(ast.Name("__didpo_claim__", ast.Load()), [call], []))
-    if not checks:
-        return None
-    return ast.unparse(ast.fix_missing_locations(tree)), checks
+    return (ast.unparse(ast.fix_missing_locations(tree)), checks) if checks else None
 
 
 def _dotted_is(node, name: str) -> bool:

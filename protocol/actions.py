@@ -70,8 +70,7 @@ def _path_of(text: str) -> str | None:
 
 
 def _command(text: str) -> str | None:
-    t = text.strip().strip("`*_>#- \t").rstrip(".!").strip("`*_ ").lower()
-    return _COMMANDS.get(t)
+    return _COMMANDS.get(text.strip().strip("`*_>#- \t").rstrip(".!").strip("`*_ ").lower())
 
 
 def _fence_info(info: str) -> tuple[str, str | None]:

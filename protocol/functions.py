@@ -27,9 +27,7 @@ _QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the fir
 def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]], dict[str, list]]:
     """Per top-level def/class of S_t ("" outside any): (the char ranges of the lines this turn wrote in it, its
     lines, the ranges of the lines it re-emitted unchanged: Turn.emitted's where Turn.origin has none)."""
-    out: dict[str, list] = defaultdict(list)
-    body: dict[str, list[str]] = defaultdict(list)
-    echo: dict[str, list] = defaultdict(list)
+    out, body, echo = defaultdict(list), defaultdict(list), defaultdict(list)
     for path, text in turn.files_after.items():
         lines = lines_of(text)
         starts, names = statements(lines)
@@ -136,9 +134,7 @@ def tests_naming(public: dict[str, bool]) -> dict[str, list[bool]]:
 def _words(test: str) -> frozenset[str]:
     """The identifiers a test's code names: none for a stdio test (it feeds stdin; its data is not code), and
     none inside a string literal (`solve('count') == 3` names solve, not a function called count)."""
-    if test.startswith(STDIO_HEAD):
-        return frozenset()
-    return frozenset(_WORD.findall(_STRING.sub("", test)))
+    return frozenset() if test.startswith(STDIO_HEAD) else frozenset(_WORD.findall(_STRING.sub("", test)))
 
 
 def passes(public: dict[str, bool], name: str, calls=frozenset(), index: dict | None = None) -> bool | None:

@@ -71,8 +71,7 @@ def describe_test(t: Test, fn_name: str | None) -> str:
 
 
 def report_tests(tests: list[Test], verdicts: list[sandbox.Verdict], fn_name: str | None, n: int) -> str:
-    passed = sum(v.passed for v in verdicts)
-    head = f"Public tests: {passed}/{len(tests)} passed."
+    head = f"Public tests: {sum(v.passed for v in verdicts)}/{len(tests)} passed."
     if (fail := next((k for k, v in enumerate(verdicts) if not v.passed), None)) is None:
         return head
     t, v = tests[fail], verdicts[fail]

@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("jail", "benchmarks", "tools", "cli", "trainer", "protocol", "models")
 ROOT_LINES, FILE_LINES = 4000, 700
-PRODUCT_LINES = 8448  # issue 34: every project module together (all but tests/, bench/, data/) does not grow
+PRODUCT_LINES = 8436  # issue 34: every project module together (all but tests/, bench/, data/) does not grow
 # (8,436 until tools.explain read one group of a step file holding several, and Config.overlong_filter, stop 46)
 
 # The layering (DESIGN.md §1): a module imports only modules of a lower rank, or of its own package.

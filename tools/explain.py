@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import itertools
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,8 +46,7 @@ def _segments(turn, values, owner):
 def verdict_line(verdicts: dict, escape: dict | None = None, apart: dict | None = None) -> str:
     """A^V's posteriors: q = P(correct) of each function version the group wrote, π̂_f (how often f's bugs pass its
     public tests) and the pairs of versions that behave apart near f's tests (not both correct)."""
-    seen: dict[str, int] = {}
-    terms, name = [], {}
+    seen, terms, name = {}, [], {}
     for u, q in verdicts.items():
         seen[u[0]] = seen.get(u[0], 0) + 1
         name[u] = f"{u[0] or '(top level)'} v{seen[u[0]]}"
@@ -171,29 +169,24 @@ class Explain:
     group: int = 0  # which group of the file (the trainer writes save_groups of them per step)
 
 
-def _fail(msg: str):
-    print(f"error: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
 def main(argv: list[str] | None = None) -> None:
     values = cli.parse(argv, Explain, description="Render a group's tokens coloured by their final advantage.",
                        extra=[("group_file", dict(help="a saved group: one env.Trajectory JSON per line"))])
     group_file, opts = Path(values.pop("group_file")), Explain(**values)
     if not group_file.exists():
-        _fail(f"{group_file} does not exist; pass a .jsonl file of saved trajectories (the trainer writes them)")
+        cli.fail(f"{group_file} does not exist; pass a .jsonl file of saved trajectories (the trainer writes them)")
     try:
         groups = read_groups(group_file.read_text().splitlines())
     except (ValueError, TypeError, KeyError) as e:
-        _fail(f"{group_file} is not a file of env.Trajectory JSON lines ({e})")
+        cli.fail(f"{group_file} is not a file of env.Trajectory JSON lines ({e})")
     if not 0 <= opts.group < len(groups):
         fix = f"pass --group 0 to {len(groups) - 1}" if groups else "pass a file of saved trajectories"
-        _fail(f"{group_file} holds {len(groups)} group(s), no group {opts.group}; {fix}")
+        cli.fail(f"{group_file} holds {len(groups)} group(s), no group {opts.group}; {fix}")
     group = groups[opts.group]
     try:
         cfg = didpo.AdvConfig(algo=opts.algo, baseline=opts.baseline, norm=opts.norm)
     except ValueError as e:
-        _fail(str(e))
+        cli.fail(str(e))
     credit = didpo.compute_credit(group, cfg)
     render_terminal(group, credit)
     if opts.html is not None:
