@@ -59,7 +59,7 @@ SYSTEM = "You are an expert Python programmer. Write a correct Python program th
 ANSWER = "Answer with the complete Python solution in one ```python fenced code block."
 # A resumed run must be the same experiment: these fields may not change between runs in one --out.
 SAME_RUN = ("bench", "path", "model", "endpoint", "samples", "mode", "temperature", "top_p", "max_tokens", "max_turns",
-            "filters", "strict", "seed", "lcb_compat")
+            "stop", "filters", "strict", "seed", "lcb_compat")
 
 
 class UsageError(Exception):
@@ -85,6 +85,7 @@ class EvalConfig:
     top_p: float = 0.95                 # nucleus sampling
     max_tokens: int = 2048              # per response
     max_turns: int = 4                  # agent mode
+    stop: list[str] = field(default_factory=list)  # a response also ends with the token completing one of these
     probe: bool = False                 # agent mode: record each turn's behaviour probe (one more sandboxed run)
     sampler: str = "auto"               # auto (vllm on GPU, else hf) | hf | vllm
     batch_size: int = 16                # tasks per generation batch (a resume point); --endpoint: requests in flight
@@ -264,7 +265,7 @@ def generate(cfg: EvalConfig, todo: list[tuple[Task, list[int]]], sampler, tok, 
     except ValueError:  # a template without a special end-of-turn token: the sampler's eos applies
         stop = None
     sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens,
-                                stop_token_ids=stop, seed=cfg.seed, logprobs=False)
+                                stop_token_ids=stop, stop=tuple(cfg.stop), seed=cfg.seed, logprobs=False)
     out = []
     if cfg.mode == "single":
         owners = [(task, i) for task, missing in todo for i in missing]
@@ -384,7 +385,8 @@ def from_endpoint(cfg: EvalConfig, todo: list[tuple[Task, list[int]]]) -> list[S
 
     owners = [(task, i) for task, missing in todo for i in missing]
     reqs = [{"messages": single_turn_messages(task), "temperature": cfg.temperature, "top_p": cfg.top_p,
-             "max_tokens": cfg.max_tokens, "seed": cfg.seed * 1_000_003 + i} for task, i in owners]
+             "max_tokens": cfg.max_tokens, "seed": cfg.seed * 1_000_003 + i, **({"stop": cfg.stop} if cfg.stop else {})}
+            for task, i in owners]
     with _user_input():  # endpoint.EndpointError is a ValueError: one line, and what was answered is kept
         texts = endpoint.complete(cfg.endpoint, cfg.model, reqs, workers=cfg.batch_size)
     return [SampleRecord(t.id, i, code=extract_code(x, lcb_conventions(cfg)), response=x)
@@ -460,7 +462,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     saved = asdict(cfg) | {"path": cfg.path and str(Path(cfg.path).resolve()), "out": str(out),
                            "samples": cfg.samples and str(Path(cfg.samples).resolve())}
     if (out / "config.json").exists():
-        old = json.loads((out / "config.json").read_text())
+        old = {"stop": []} | json.loads((out / "config.json").read_text())  # runs from before `stop` had none
         diff = [f"{key}: {old.get(key)!r} -> {saved[key]!r}" for key in SAME_RUN if old.get(key) != saved[key]]
         if diff:
             raise UsageError(f"{out} holds a run with other settings ({'; '.join(diff)}); pass a new --out")

@@ -9,9 +9,10 @@ Sampling (HFSampler, VLLMSampler, ScriptedSampler; one interface):
     logprobs[k] = log softmax(z_k)[y_k]       raw policy, temperature 1, fp32 (not the sampling law)
 
 so `logprobs` equal a learner forward over the final token_ids at the sampled positions: the PPO
-ratio's old log-probs whatever the temperature. A response ends on the end-of-turn token ("stop") or
-at its token cap ("length"). The rollout loop (`rollout(tasks, sampler, tokenizer, env_cfg, n, sampling)`)
-builds one token sequence per episode without ever re-encoding text:
+ratio's old log-probs whatever the temperature. A response ends on the end-of-turn token ("stop"), after the
+token that completes a Sampling.stop string ("stop"; the string stays in), or at its token cap ("length").
+The rollout loop (`rollout(tasks, sampler, tokenizer, env_cfg, n, sampling)`) builds one token sequence per
+episode without ever re-encoding text:
 
     token_ids = prompt_ids(messages) + y_1 + obs_1 + y_2 + obs_2 + ... + y_T
     loss_mask = 1 exactly on every y_t (a sampled end-of-turn token included); Turn.span = y_t's range
@@ -59,6 +60,7 @@ class Sampling:
     top_p: float = 1.0
     max_tokens: int = 512  # new tokens per call, a sampled stop token included
     stop_token_ids: list[int] | None = None  # None: the tokenizer's eos (the chat template's end-of-turn)
+    stop: tuple[str, ...] = ()  # a response also ends with the token that completes one of these strings
     seed: int | None = None  # same seed + same prompts -> same samples (per generate call)
     logprobs: bool = True  # False (eval): Sample.logprobs are 0.0, and no (B, V) logits are kept per step
 
@@ -69,6 +71,8 @@ class Sampling:
             raise ValueError(f"Sampling.top_p={self.top_p}: must be in (0, 1]")
         if self.max_tokens < 1:
             raise ValueError(f"Sampling.max_tokens={self.max_tokens}: must be >= 1")
+        if not all(self.stop):
+            raise ValueError(f"Sampling.stop={self.stop!r} holds an empty string: every response would end at once")
 
 
 @dataclass
@@ -95,6 +99,17 @@ class _Awake:
         if self.tokenizer.eos_token_id is None:
             raise ValueError("the tokenizer has no eos token; pass Sampling(stop_token_ids=[...])")
         return [self.tokenizer.eos_token_id]
+
+    def _cut(self, samples: list[Sample], sampling: Sampling) -> list[Sample]:
+        """Each sample up to the first token whose decoded prefix holds a stop string (vLLM stops there; HF's
+        batch runs on: in a batched generate one row's early end saves no compute), then "stop"."""
+        def held(ids: list[int]) -> bool:
+            return any(x in self.tokenizer.decode(ids) for x in sampling.stop)
+
+        def end(ids: list[int]) -> int | None:
+            return next(k for k in range(1, len(ids) + 1) if held(ids[:k])) if held(ids) else None
+
+        return [Sample(s.token_ids[:k], s.logprobs[:k], "stop") if (k := end(s.token_ids)) else s for s in samples]
 
     def sleep(self) -> None:
         self.asleep = True
@@ -152,7 +167,7 @@ class HFSampler(_Awake):
                 chunk = order[start : start + self.batch_size]
                 for i, s in zip(chunk, self._generate_batch([prompts[i] for i in chunk], sampling, stop)):
                     out[i] = s
-        return out
+        return self._cut(out, sampling)
 
     def _generate_batch(self, prompts: list[list[int]], sampling: Sampling, stop: list[int]) -> list[Sample]:
         B, T = len(prompts), max(map(len, prompts))
@@ -283,8 +298,9 @@ class VLLMSampler(_Awake):
         stop = self._begin(prompts, sampling)
         params = [self.vllm.SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-            stop_token_ids=stop, logprobs=0 if sampling.logprobs else None,
-            detokenize=False, seed=None if sampling.seed is None else sampling.seed * 1_000_003 + i,
+            stop_token_ids=stop, logprobs=0 if sampling.logprobs else None, stop=list(sampling.stop),
+            include_stop_str_in_output=True, detokenize=bool(sampling.stop),
+            seed=None if sampling.seed is None else sampling.seed * 1_000_003 + i,
         ) for i in range(len(prompts))]
         outs = self.llm.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         samples = []
@@ -296,7 +312,7 @@ class VLLMSampler(_Awake):
             lps = [step[t].logprob for t, step in zip(c.token_ids, c.logprobs)] if sampling.logprobs \
                 else [0.0] * len(c.token_ids)
             samples.append(Sample(list(c.token_ids), lps, c.finish_reason))
-        return samples
+        return self._cut(samples, sampling)
 
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Stream (name, tensor) pairs, Hugging Face names, into the engine without disk, one tensor at a time
@@ -356,8 +372,8 @@ class ScriptedSampler(_Awake):
             finish = "stop" if len(ids) <= sampling.max_tokens else "length"
             ids = ids[: sampling.max_tokens]
             self.turn[e] += 1
-            self.context[e] = list(p) + ids
-            samples.append(Sample(ids, [0.0] * len(ids), finish))
+            samples += self._cut([Sample(ids, [0.0] * len(ids), finish)], sampling)
+            self.context[e] = list(p) + samples[-1].token_ids
         return samples
 
     def load_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:

@@ -75,6 +75,8 @@ class Config:
     top_p: float = 1.0  # nucleus sampling; 1.0 samples the full distribution
     max_turns: int = 1  # the 135M model ignores test feedback; its 2nd turns are prose that anchors nothing
     max_response_tokens: int = 100  # per turn
+    stop: list[str] = dataclasses.field(default_factory=list)  # a turn also ends once one is sampled;
+                                                               # "\n```\n": at its first closed fence
     max_total_tokens: int = 2048  # prompt + all turns of one episode
     gpu_memory_utilization: float = 0.7  # vllm: share of GPU memory for its weights and KV cache
     # environment
@@ -463,7 +465,8 @@ def rollout_seed(seed: int, step: int, rank: int) -> int:
 def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int, acfg: didpo.AdvConfig, times: dict):
     """Rollout until this rank has `share` groups (DAPO: skipping all-equal groups) or the limit.
     Returns (groups, rollout batches run)."""
-    sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens)
+    sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens,
+                                stop=tuple(cfg.stop))
     kept, drawn, batches = [], 0, 0
     while len(kept) < share and batches < (cfg.max_gen_batches if cfg.dynamic_sampling else 1):
         batch = [data.order(tasks, cfg.seed, cursor + drawn + i) for i in range(share - len(kept))]

@@ -125,7 +125,8 @@ def sampled(a) -> tuple[list, dict, float]:
     _, _, device = train.init()
     lm, tok = models.load_model(cfg.model)
     sampler = train.make_sampler(cfg, models.resolve(cfg.model), lm, tok, device)
-    sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens)
+    sampling = rollout.Sampling(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_response_tokens,
+                                stop=tuple(cfg.stop))
     torch.manual_seed(a.seed)
     t0, groups = time.time(), []
     for k in range(0, len(chosen), a.batch):

@@ -214,7 +214,7 @@ def pass_at_1(model: str, held: Path, a, out: Path) -> dict:
 
     cfg = evallib.EvalConfig(bench=str(held), model=model, mode="agent", n=a.eval_n, k=[1],
                              temperature=a.temperature, top_p=1.0, max_tokens=a.max_response_tokens,
-                             max_turns=a.max_turns, sampler="hf", seed=a.seed, workers=2, out=str(out))
+                             max_turns=a.max_turns, stop=a.stop, sampler="hf", seed=a.seed, workers=2, out=str(out))
     res = evallib.run(cfg)
     per_task = {tid: r["c"] / r["n"] for tid, r in res["per_task"].items()}
     got = dict(pass1=float(res["overall"]["pass@1"]), per_task=per_task)
@@ -297,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
                     "seed and tier (its --out): the same samples, not drawn again")
     ap.add_argument("--overlong-filter", action="store_true", help="DAPO's overlong filtering (train.Config): "
                     "responses cut at the token cap train nothing")
+    ap.add_argument("--stop", type=lambda s: [s.replace("\\n", "\n")], default=[], metavar="TEXT",
+                    help="train.Config.stop, in training and held-out eval alike, e.g. '\\n```\\n' (a response ends "
+                         "at its first closed fence); \\n is a newline")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 6 steps: seconds, not a result")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch intra-op threads (default torch's; smoke 1); 1 on a CPU shared with other jobs, "
@@ -361,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                                        temperature=a.temperature, tier=a.tier,
                                        difficulty=a.difficulty if a.tier == "trivial" else "", eval_n=a.eval_n,
                                        threads=torch.get_num_threads(),
-                                       **({"overlong_filter": True} if a.overlong_filter else {})),
+                                       **({"overlong_filter": True} if a.overlong_filter else {}),
+                                       **({"stop": a.stop} if a.stop else {})),
                eval_base_s=time.time() - t0)
     for algo in algos:
         cfg = train.resolve_config(dict(
@@ -369,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             tasks=str(train_p), difficulty="", steps=a.steps, tasks_per_step=a.tasks_per_step,
             group_size=a.group_size, max_turns=a.max_turns, max_response_tokens=a.max_response_tokens, lr=a.lr,
             temperature=a.temperature, seed=a.seed, out=str(out / algo), save_groups=1,
-            overlong_filter=a.overlong_filter,
+            overlong_filter=a.overlong_filter, stop=a.stop,
             **(dict(micro_batch_size=1, logprob_chunk=64) if a.smoke else {})))
         peak_rss_reset()
         t = time.time()

@@ -4,8 +4,9 @@
 
 `parse(argv, *classes, extra=())` -> {field: value} of the flags given (to merge over a config file or presets):
 field x_y is --x-y, its help its trailing comment; str, int, float, bool (--x / --no-x), `X | None`, comma-separated
-lists. Bad input: one `error: ...` line naming the closest flag, exit code 2 (`fail(message)` for any).
-`read_file(path, cls)`: the fields of a YAML or TOML file. `git_revision()`: this checkout's commit, or "unknown".
+lists (a string item takes \\n and \\t). Bad input: one `error: ...` line naming the closest flag, exit code 2
+(`fail(message)` for any). `read_file(path, cls)`: the fields of a YAML or TOML file. `git_revision()`: this
+checkout's commit, or "unknown".
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def _list_of(scalar: type, flag: str):
 
     def convert(text: str) -> list:
         try:
-            return [scalar(x.strip()) for x in text.split(",") if x.strip()]
+            return [scalar(x.strip()) if scalar is not str else x.strip().replace("\\n", "\n").replace("\\t", "\t")
+                    for x in text.split(",") if x.strip()]
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{flag} {text!r} is not a comma-separated list of {names[scalar]}, e.g. 1,5") from None

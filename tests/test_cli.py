@@ -22,6 +22,7 @@ class Demo:
     ks: list[int] = dataclasses.field(default_factory=lambda: [1, 5])  # comma-separated,
                                                                        # two comment lines
     rate: float = 0.5
+    stop: list[str] = dataclasses.field(default_factory=list)
     table: dict = dataclasses.field(default_factory=dict)  # not a flag
 
 
@@ -32,6 +33,7 @@ def test_only_given_flags_come_back_converted():
     assert cli.parse(["--name", "x", "--limit", "none", "--dual-clip"], Demo) == {"name": "x", "limit": None,
                                                                                    "dual_clip": True}
     assert Demo(**got).dual_clip is False
+    assert cli.parse(["--name", "x", "--stop", r"\n```\n,\tx"], Demo)["stop"] == ["\n```\n", "\tx"]  # escapes
 
 
 def test_help_shows_each_comment_and_default():

@@ -282,6 +282,12 @@ def test_resume_skips_graded_work_and_survives_an_interruption(tmp_path, monkeyp
     other = ev.EvalConfig(**{**cfg.__dict__, "bench": "jsonl", "filters": {"difficulty": "easy"}})
     with pytest.raises(ev.UsageError, match="holds a run with other settings .*filters"):
         ev.run(other, QUIET)
+    with pytest.raises(ev.UsageError, match=r"other settings \(stop: \[\] -> \['x'\]\)"):
+        ev.run(ev.EvalConfig(**{**cfg.__dict__, "stop": ["x"]}), QUIET)
+    old = json.loads((tmp_path / "o" / "config.json").read_text())
+    del old["stop"]  # a run written before stop strings existed resumes
+    (tmp_path / "o" / "config.json").write_text(json.dumps(old))
+    assert ev.run(cfg, QUIET)["per_task"]["ours/add"] == {"n": 12, "c": 5}
 
 
 @pytest.mark.parametrize("mode", ["single", "agent"])

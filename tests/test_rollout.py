@@ -108,7 +108,8 @@ def check_layout(traj: env.Trajectory, task, tokenizer, recorder: Recorder | Non
 # --- Sampling / Sample --------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", [dict(temperature=-1), dict(top_p=0), dict(top_p=1.5), dict(max_tokens=0)])
+@pytest.mark.parametrize("bad", [dict(temperature=-1), dict(top_p=0), dict(top_p=1.5), dict(max_tokens=0),
+                                 dict(stop=("x", ""))])
 def test_sampling_rejects_bad_values(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         Sampling(**bad)
@@ -173,6 +174,27 @@ def test_hf_stops_on_stop_token_without_padding(tiny_model, tiny_tokenizer):
     k = free[0].token_ids.index(stop)
     assert out[0].token_ids == free[0].token_ids[: k + 1] and out[0].finish_reason == "stop"
     assert len(out[0].logprobs) == k + 1
+    assert out[1].token_ids == free[1].token_ids and out[1].finish_reason == "length"
+
+
+def ends_on_stop(tokenizer, s, stop: str) -> bool:
+    """s's text holds `stop` and the text of all its tokens but the last does not."""
+    return stop in tokenizer.decode(s.token_ids) and stop not in tokenizer.decode(s.token_ids[:-1])
+
+
+def test_hf_stop_strings_end_a_response_with_the_token_that_completes_one(tiny_model, tiny_tokenizer):
+    """Sampling.stop: the sample ends exactly at the token whose text completes the string (a greedy prefix of
+    the free response, with its log-probs); a row whose text never holds it runs to the cap."""
+    prompts = prompts_of(tiny_tokenizer)[:2]
+    sampler = HFSampler(tiny_model, tiny_tokenizer)
+    free = sampler.generate(prompts, Sampling(temperature=0, max_tokens=12))
+    text = tiny_tokenizer.decode(free[0].token_ids)
+    stop = text[len(text) // 2: len(text) // 2 + 3]  # spans a token boundary or sits inside one: either works
+    assert stop not in tiny_tokenizer.decode(free[1].token_ids)
+    out = sampler.generate(prompts, Sampling(temperature=0, max_tokens=12, stop=(stop,)))
+    k = len(out[0].token_ids)
+    assert ends_on_stop(tiny_tokenizer, out[0], stop) and out[0].finish_reason == "stop" and k < 12
+    assert out[0].token_ids == free[0].token_ids[:k] and out[0].logprobs == pytest.approx(free[0].logprobs[:k])
     assert out[1].token_ids == free[1].token_ids and out[1].finish_reason == "length"
 
 
@@ -304,6 +326,11 @@ def test_scripted_sampler_encodes_cuts_and_tracks_episodes(tiny_tokenizer):
     assert two[0].token_ids == tiny_tokenizer.encode("second a")[:2] and two[0].finish_reason == "length"
     with pytest.raises(ValueError, match="scripted responses"):
         s.generate([p + one[1].token_ids + [5]], Sampling())
+    # a stop string cuts the script, and the episode's next prompt extends the cut response
+    s = ScriptedSampler(tiny_tokenizer, [["keep this. not this", "then"]])
+    cut = s.generate([p], Sampling(stop=("this.",)))[0]
+    assert tiny_tokenizer.decode(cut.token_ids) == "keep this." and cut.finish_reason == "stop"
+    assert s.generate([p + cut.token_ids + [5]], Sampling())[0].token_ids == tiny_tokenizer.encode("then") + [eot]
     with pytest.raises(ValueError, match="one list of response strings"):
         ScriptedSampler(tiny_tokenizer, ["not", "nested"])
 

@@ -492,3 +492,20 @@ def test_the_behaviour_probe_runs_only_where_the_verdict_reads_it(overrides, pro
     assert group[0][0].turns[0].public and all(group[0][0].turns[0].public.values())  # graded: the tests ran
     assert sum(behaviour.PROBE in argv for argv in runs) == probes
     assert (group[0][0].turns[0].behaviour is not None) == bool(probes)
+
+
+def test_config_stop_ends_each_training_response_at_its_first_closed_fence(monkeypatch, tiny_tokenizer):
+    """Config.stop reaches the training rollout: "\\n```\\n" ends a response at its first closed fence; the edit
+    in it is applied and graded, and the prose the model wrote after it is never a training token."""
+    import rollout
+    import tasks
+    import train
+
+    monkeypatch.setattr(train.dist, "get_rank", lambda: 0)
+    cfg = train.resolve_config(dict(stop=["\n```\n"], group_size=2))
+    edit = "```python\ndef add(a, b):\n    return a + b\n```\n"
+    sampler = rollout.ScriptedSampler(tiny_tokenizer, [[edit + "It adds.\n```python\n1/0\n```"], ["prose"]])
+    task = tasks.load("data/tasks.jsonl")[0]  # didpo/add
+    (group,), _ = train.rollout_step([task], sampler, tiny_tokenizer, cfg, 0, 1, train.adv_config(cfg), {})
+    assert [t.turns[0].response for t in group] == [edit, "prose"] and [t.reward for t in group] == [1.0, 0.0]
+    assert [t.meta["finish_reasons"] for t in group] == [["stop"], ["stop"]]

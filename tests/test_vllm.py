@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import build_tiny_tokenizer
-from test_rollout import check_layout, forward_logprobs
+from test_rollout import check_layout, ends_on_stop, forward_logprobs
 
 import env
 import models
@@ -85,6 +85,19 @@ def test_generate_from_token_ids(engine, prompts, hf):
     again = engine.generate(prompts[::-1], Sampling(temperature=0, max_tokens=24))
     for p, s in zip(prompts[::-1], again):
         assert bf16_close((torch.tensor(s.logprobs) - forward_logprobs(model, p + s.token_ids)[len(p) - 1:]).abs())
+
+
+def test_stop_strings_end_the_response_where_hf_ends_it(engine, prompts, hf):
+    """Sampling.stop through vLLM's own stop-string check: the response ends with the token that completes the
+    string, a prefix of the free greedy response, token for token where HFSampler's ends (rollout._Awake._cut)."""
+    _, tok = hf
+    engine.llm.reset_prefix_cache()
+    free = engine.generate(prompts[:1], Sampling(temperature=0, max_tokens=24))[0]
+    stop = tok.decode(free.token_ids[:12])[-3:]  # completed by token 12 at the latest
+    engine.llm.reset_prefix_cache()
+    out = engine.generate(prompts[:1], Sampling(temperature=0, max_tokens=24, stop=(stop,)))[0]
+    assert out.finish_reason == "stop" and 1 <= len(out.token_ids) <= 12 and ends_on_stop(tok, out, stop)
+    assert out.token_ids == free.token_ids[:len(out.token_ids)]
 
 
 def test_logprobs_agree_with_hf_forward(engine, prompts, hf):
