@@ -12,6 +12,7 @@
     python bench/learn.py --pool runs/pairs-0 runs/pairs-1 --out runs/pairs  # curves with bands, didpo - each
     python bench/learn.py --tier pairs --seed 0 --algos didpo --base-from runs/pairs-0 --out runs/pairs-0-b
                           # another algorithm later: the base model's held-out eval of that seed is reused
+    python bench/learn.py --tier pairs --seed 0 --stop '\n```\n' --out runs/pairs-0-s  # end at the first closed fence
 
 --tier pairs (pairs_tier): both orders of each pair of PAIR_POOL's 7 functions; 5 pairs held out, and every pair
 of data/multi.py's 6 held-out functions (40 held-out tasks, the same for every seed); the reward is the paper's
@@ -46,6 +47,20 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     prose, entropy 0.95 -> 3-4, no winner after step 1 (unfiltered, steps 1-12: winners in 8 (didpo) and 5 (grpo)
     steps, entropy 0.48 / 0.26 at step 12). Seed 4's early winners are cut responses: filtering them leaves only
     the losers' negative signal.
+    --stop '\n```\n' (a response ends at its first closed fence, in training and held-out eval alike; base evals
+    redrawn with it), didpo and grpo, seeds 1 / 3 / 4 (bench/results/learn-pairs-stop-seed{1,3,4}, -stop-pooled):
+        before    0.087 / 0.100 / 0.087   (the stop alone lifts the base model: no junk block after the edit)
+        didpo     0.037 / 0.138 / 0.150    last 10: 0.10 / 0.69 / 0.41
+        grpo      0.175 / 0.050 / 0.163    last 10: 0.78 / 0.31 / 0.63
+    Pooled, seeds 1, 3, 4: didpo - grpo held-out -0.021 [-0.138, +0.092], last 10 -0.171 [-0.629, +0.358].
+    The stop ends the cut-winner collapse: share of responses cut at the cap, first 5 -> last 5 steps, grpo
+    0.07 -> 0.03 / 0.33 -> 0.10 / 0.42 -> 0.00 (unstopped seed 4: 0.80 -> 1.00); grpo no longer drifts on seed 1
+    (unstopped 0.00 held-out, stopped 0.175). didpo still collapses on seed 1 (cut share 0.10 -> 0.97) and
+    dipped on seed 4 (0.85 at steps 8-12, then 0.00), into repeated lines inside the code block, cut at the cap
+    unclosed. On the saved groups of these runs, DiDPO blames a loser's repeated lines (a line equal to an earlier
+    one of the response) a third to a half as much as GRPO does (mean advantage -0.11 vs -0.33 on seed 1's
+    didpo groups, -0.12 vs -0.22 on seed 4's, -0.09 vs -0.33 on seed 3's grpo groups): a copy of a right function
+    shares the right function's credit, ~0 in a loser, so nothing pushes repetition down (my reading, untested).
     Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
     (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
     before 103c67f, 4.7-5.7 GB since (12 runs): the HF sampler aliases the learner's weights and drops its
