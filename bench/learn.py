@@ -244,7 +244,7 @@ def pass_at_1(model: str, held: Path, a, out: Path) -> dict:
     return got
 
 
-def reuse_base_eval(src: Path, held: Path, dest: Path, seed: int) -> str | None:
+def reuse_base_eval(src: Path, held: Path, dest: Path, seed: int, stop: list[str] = ()) -> str | None:
     """Seed dest with the base model's held-out samples of another run of this seed (SRC: its out, or its
     eval-base): the same held-out tasks and eval settings but the bench path, which names the run's own copy.
     pass_at_1 then resumes it (eval.py) and samples nothing. Returns why it cannot be reused, or None."""
@@ -258,6 +258,8 @@ def reuse_base_eval(src: Path, held: Path, dest: Path, seed: int) -> str | None:
         return f"its held-out tasks ({old['bench']}) differ from this run's: another tier or split"
     if old["seed"] != seed:
         return f"its samples were drawn with seed {old['seed']}, this run's is {seed}"
+    if old.get("stop", []) != list(stop):
+        return f"its samples were drawn with --stop {old.get('stop', [])!r}, this run's is {list(stop)!r}"
     dest.mkdir(parents=True)
     (dest / "samples.jsonl").write_text((src / "samples.jsonl").read_text())
     (dest / "config.json").write_text(json.dumps(old | {"bench": str(held), "out": str(dest)}, indent=2))
@@ -367,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         train_p, held_p, held_ids = split_tasks(Path(a.tasks), a.difficulty, a.heldout, a.seed, out)
     t0 = time.time()
     if a.base_from:
-        error = reuse_base_eval(Path(a.base_from), held_p, out / "eval-base", a.seed)
+        error = reuse_base_eval(Path(a.base_from), held_p, out / "eval-base", a.seed, a.stop)
         if error:
             print(f"error: --base-from {a.base_from}: {error}", file=sys.stderr)
             return 2

@@ -218,6 +218,7 @@ def test_base_eval_is_reused_only_from_the_same_tasks_and_seed(tmp_path):
     other.write_text('{"id": "b"}\n')
     assert "differ" in learn.reuse_base_eval(src, other, tmp_path / "d2", seed=3)
     assert "no config.json" in learn.reuse_base_eval(tmp_path, held, tmp_path / "d3", seed=3)
+    assert "--stop [], this run's is" in learn.reuse_base_eval(src, held, tmp_path / "d4", seed=3, stop=["\n```\n"])
     new_held = tmp_path / "run" / "heldout_tasks.jsonl"
     new_held.parent.mkdir()
     new_held.write_text(held.read_text())
@@ -226,4 +227,4 @@ def test_base_eval_is_reused_only_from_the_same_tasks_and_seed(tmp_path):
     assert (dest / "samples.jsonl").read_text() == '{"task_id": "a"}\n'
     want = {"bench": str(new_held), "seed": 3, "out": str(dest), "n": 2}
     assert json.loads((dest / "config.json").read_text()) == want
-    assert not (tmp_path / "d1").exists() and not (tmp_path / "d2").exists()
+    assert not any((tmp_path / d).exists() for d in ("d1", "d2", "d4"))
