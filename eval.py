@@ -462,7 +462,7 @@ def run(cfg: EvalConfig, console: Console | None = None) -> dict:
     saved = asdict(cfg) | {"path": cfg.path and str(Path(cfg.path).resolve()), "out": str(out),
                            "samples": cfg.samples and str(Path(cfg.samples).resolve())}
     if (out / "config.json").exists():
-        old = {"stop": []} | json.loads((out / "config.json").read_text())  # runs from before `stop` had none
+        old = asdict(EvalConfig(bench=cfg.bench)) | json.loads((out / "config.json").read_text())  # lacking: defaults
         diff = [f"{key}: {old.get(key)!r} -> {saved[key]!r}" for key in SAME_RUN if old.get(key) != saved[key]]
         if diff:
             raise UsageError(f"{out} holds a run with other settings ({'; '.join(diff)}); pass a new --out")

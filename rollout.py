@@ -101,13 +101,13 @@ class _Awake:
         return [self.tokenizer.eos_token_id]
 
     def _cut(self, samples: list[Sample], sampling: Sampling) -> list[Sample]:
-        """Each sample up to the first token whose decoded prefix holds a stop string (vLLM stops there; HF's
+        """Each sample up to the token whose text completes the first stop string in it (vLLM stops there; HF's
         batch runs on: in a batched generate one row's early end saves no compute), then "stop"."""
-        def held(ids: list[int]) -> bool:
-            return any(x in self.tokenizer.decode(ids) for x in sampling.stop)
-
-        def end(ids: list[int]) -> int | None:
-            return next(k for k in range(1, len(ids) + 1) if held(ids[:k])) if held(ids) else None
+        def end(ids: list[int]) -> int | None:  # the tokens up to the one whose text completes a string
+            text = self.tokenizer.decode(ids) if sampling.stop else ""
+            if (first := min((text.find(x) + len(x) for x in sampling.stop if x in text), default=None)) is None:
+                return None
+            return next(k for k, (_, e) in enumerate(credit.token_offsets(self.tokenizer, ids)[1], 1) if e >= first)
 
         return [Sample(s.token_ids[:k], s.logprobs[:k], "stop") if (k := end(s.token_ids)) else s for s in samples]
 
