@@ -26,8 +26,9 @@ mean q (R_j if none), s = one unit of Y in A^E's units (didpo.return_unit) in ev
 differs (s was the spread ratio, 0 there unless an invalid turn set returns apart; bench/credit_live.py --runs,
 equal returns: a response's correct function above its wrong one 0.87 at s = 1, 0.78 before). u is
 judged where a test, R ≥ 1 or the probe bears on u itself, or a loss that only u explains (the rest of that final
-workspace verified or passing); else q_u := q̄, no push: at 1/2 against a q̄ of bugs, code that never ran (cut
-off, a syntax error) drew credit, and a run learned to write long unclosed blocks (bench/learn.py, seed 3).
+workspace verified or passing); else A^V = −max(A^E_i, 0): no push up (at q = 1/2, code that never ran, cut off or
+a syntax error, drew credit and a run learned to write long unclosed blocks: bench/learn.py, seed 3), and a loss
+blames it as GRPO does (at no push, −A^E_i, a loser's repeated lines went unblamed until a run wrote them to the cap).
 Where R is win/loss, A^D is first centred inside each piece: the verdict has read R. Why: most versions are
 written once in a group and form no anchor; the clauses exonerate a loser's correct version that a winner also
 wrote and convict the one left to blame (behaviour: +0.12-0.17).
@@ -188,13 +189,12 @@ def attach(group: list[Trajectory], diff: list[np.ndarray], episode: list[float]
     pieces, q = post.pieces, post.q
     qbar = math.fsum(np.mean(qs) if (qs := [q[u] for _, u, _ in ps if u in post.judged]) else min(tr.reward, 1.0)
                      for ps, tr in zip(pieces, group)) / max(len(group), 1)  # mean over trajectories
-    q = {u: v if u in post.judged else qbar for u, v in q.items()}  # nothing bears on u: the group's mean, no push
     win_loss = not any(0.0 < tr.reward < 1.0 for tr in group)  # the verdict read R; A^D's mean would repeat it
     for i, tr in enumerate(group):
         if not pieces[i]:
             continue
-        av, own = credit_mod.project(tr, [(t, rs, s * (q[u] - qbar) - episode[i], n)
-                                          for n, (t, u, rs) in enumerate(pieces[i])])
+        av, own = credit_mod.project(tr, [(t, rs, s * (q[u] - qbar) - episode[i] if u in post.judged
+                                           else -max(episode[i], 0.0), n) for n, (t, u, rs) in enumerate(pieces[i])])
         sel = own >= 0                                                         # [T] tokens inside a piece
         if win_loss:  # A^D centred inside each piece
             sums = np.bincount(own[sel], weights=diff[i][sel], minlength=len(pieces[i]))

@@ -640,6 +640,29 @@ def test_code_the_tests_never_ran_gets_no_push(tiny_tokenizer):
     assert {u for _, u, _ in post.pieces[2]} <= post.judged
 
 
+def test_a_losers_untested_code_keeps_the_loss_blame(tiny_tokenizer):
+    """One response wins; a loser writes a g of its own, then repeats f's `return s` until the cap cuts it (a syntax
+    error: no test runs). Nothing bears on its g and f but the loss, which either explains: no push up, and the loss
+    blames them as GRPO does (A^E; A^D centred away). At no push (A^V = −A^E) the repeated lines went unblamed, and
+    a run learned to repeat lines until the cut (bench/learn.py --stop, seed 1)."""
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert g(0) == 0")])
+    loop = "Here.\n```python\n" + G_OK.replace("x*3", "3*x") + "\n\n" + F_OK + "    return s\n" * 6 + "    return (s +"
+    responses = [whole(F_OK, G_OK), whole(F_OK, G_BAD), loop, whole(F_BAD, G_OK)]
+    group = [rollout.replay(task, [r], tiny_tokenizer, max_turns=1) for r in responses]
+    assert [tr.reward for tr in group] == [1.0, 0.0, 0.0, 0.0] and group[2].turns[0].public is None
+    cr = didpo.compute_credit(group, didpo.AdvConfig())
+    pieces = cr.posterior.pieces[2]
+    assert cr.episode[2] == pytest.approx(-0.25) and pieces and not {u for _, u, _ in pieces} & cr.posterior.judged
+    for _, _, rs in pieces:
+        own = [float(cr.token_adv[2][group[2].turns[0].span[0] + k]) for k, (s, e) in
+               enumerate(group[2].turns[0].offsets) if e > s and any(a <= s and e <= b for a, b in rs)]
+        assert own and np.mean(own) == pytest.approx(-0.25, abs=1e-6), own
+    ok = min(values(group[1], cr.token_adv[1], 0, region(group[1].turns[0], F_OK)))  # a verified f in a loser
+    assert ok > 0 > max(values(group[1], cr.token_adv[1], 0, region(group[1].turns[0], G_BAD)))
+
+
 def test_glue_in_every_workspace_takes_no_blame(tiny_tokenizer):
     """Every trajectory imports math and no one passes (graded: the public share differs). The import is in every
     losing workspace; as a version like any other, it would be the one cause that explains every loss (q ≈ 0)
