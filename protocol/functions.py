@@ -31,13 +31,15 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
     for path, text in turn.files_after.items():
         lines = lines_of(text)
         starts, names = statements(lines)
-        for k, (a, name) in enumerate(zip([0] + starts, [""] + names)):
-            if part := lines[a : starts[k] if k < len(starts) else len(lines)]:
+        last = {name: k for k, name in enumerate(names)}  # Python binds a name's last def: the rest is dead code,
+        keys = [""] + [None if name and last[name] != k else name for k, name in enumerate(names)]  # in none of 3
+        for k, (a, name) in enumerate(zip([0] + starts, keys)):
+            if name is not None and (part := lines[a : starts[k] if k < len(starts) else len(lines)]):
                 body[name] += part
         origin, emitted = (turn.origin.get(path) or [])[: len(lines)], turn.emitted.get(path) or []
         for k, r in enumerate(origin):
-            if r is not None or (k < len(emitted) and emitted[k] is not None):
-                name = ([""] + names)[bisect.bisect_right(starts, k)]
+            if (r is not None or (k < len(emitted) and emitted[k] is not None)) and \
+                    (name := keys[bisect.bisect_right(starts, k)]) is not None:
                 (out[name] if r is not None else echo[name]).append(r if r is not None else emitted[k])
     return out, body, echo
 

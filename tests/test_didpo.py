@@ -783,6 +783,30 @@ def test_passes_reads_the_tests_that_name_the_function():
     assert functions.passes(pub, "unnamed") is False  # no test names it: all tests are its tests
 
 
+def test_a_def_that_a_later_one_overrides_is_dead_code_no_versions_credit(tiny_tokenizer):
+    """Python binds the last def of a name: the ones before it are dead code, in no version. As part of f's version
+    (the defs joined), a loser that repeats a verified function until the cap credited every copy as verified
+    (+0.9 a token on the pairs tier, seed 4 with --stop, while GRPO blamed them): repetition paid in a loss."""
+    src = "def f(a):\n    return 1\n\nx = 2\n\ndef f(a):\n    return a\n"
+    turn = env.Turn(response="", files_after={"solution.py": src},
+                    origin={"solution.py": [(k, k + 1) for k in range(7)]})
+    wrote, body, _ = functions.written_functions(turn)
+    assert body == {"": ["x = 2", ""], "f": ["def f(a):", "    return a"]}
+    assert wrote == {"": [(3, 4), (4, 5)], "f": [(5, 6), (6, 7)]}
+    public = [tasks.Test("assert", "assert f(2, 3) == 5"), tasks.Test("assert", "assert g(2) == 6")]
+    task = tasks.Task(id="fg", prompt="Write f and g.", files={"solution.py": STUBS}, public_tests=public,
+                      hidden_tests=public + [tasks.Test("assert", "assert g(0) == 0")])
+    loop = "Here.\n```python\n" + (F_OK + "\n\n") * 3 + G_BAD + "```\n"
+    group = [rollout.replay(task, [r], tiny_tokenizer, max_turns=1) for r in [whole(F_OK, G_OK), loop]]
+    cr = didpo.compute_credit(group + [rollout.replay(task, [whole(F_BAD, G_BAD)], tiny_tokenizer, max_turns=1)],
+                              didpo.AdvConfig())
+    assert [tr.reward for tr in group] == [1.0, 0.0] and cr.episode[1] == pytest.approx(-1 / 3)
+    tr, a, body = group[1], cr.token_adv[1], F_OK.split("\n", 1)[1].rstrip("\n")
+    copies = [(s, s + len(body)) for s in range(len(tr.turns[0].response)) if tr.turns[0].response.startswith(body, s)]
+    got = [values(tr, a, 0, r) for r in copies]
+    assert len(copies) == 3 and max(got[0] | got[1]) < 0 < min(got[2]), got  # dead (A^E, A^D), dead, live (verified)
+
+
 def test_a_function_holds_its_decorators_and_strings():
     """A decorator opens the def it decorates. As glue, @cache on one trajectory's fib and not on another's would
     make them one version of fib (one of them may time out) and two versions of the glue, each a suspect. An

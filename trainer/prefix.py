@@ -20,10 +20,7 @@ import torch
 
 def common_prefix(rows: list[list[int]]) -> int:
     """Length of the longest prefix every row shares."""
-    first, n = rows[0], min(map(len, rows))
-    for r in rows[1:]:
-        n = next((j for j in range(n) if r[j] != first[j]), n)
-    return n
+    return next((j for j, col in enumerate(zip(*rows)) if len(set(col)) > 1), min(map(len, rows)))
 
 
 def worth(prefix: int, longest: int) -> bool:
