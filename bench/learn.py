@@ -61,6 +61,19 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     one of the response) a third to a half as much as GRPO does (mean advantage -0.11 vs -0.33 on seed 1's
     didpo groups, -0.12 vs -0.22 on seed 4's, -0.09 vs -0.33 on seed 3's grpo groups): a copy of a right function
     shares the right function's credit, ~0 in a loser, so nothing pushes repetition down (my reading, untested).
+    Tested (2026-12-07): the repeats were code no test ran (cut inside the block: a syntax error), which the verdict
+    left at no push. didpo-v3 (3c84388: such code keeps no push up, but a loss blames it, A^E) against the same
+    grpo runs, seeds 0 / 1 / 3 / 4 (bench/results/learn-pairs-stop-v3-seed{0,1,3,4}, -v3-pooled; grpo seed 0 new):
+        held-out  didpo-v3 0.125 / 0.175 / 0.275 / 0.025   grpo 0.175 / 0.175 / 0.050 / 0.163
+        last 10   didpo-v3 0.76 / 0.80 / 0.72 / 0.01      grpo 0.29 / 0.78 / 0.31 / 0.63
+    Seed 1 no longer collapses (cut share 0.00 at every step, was 0.10 -> 0.97; held-out 0.037 -> 0.175). Pooled,
+    seeds 0, 1, 3, 4: didpo-v3 - grpo held-out +0.009 [-0.116, +0.163], last 10 +0.075 [-0.391, +0.463]: no
+    separation. Seed 4 collapsed anyway (cut share 0.12 -> 1.00 by step 8), into copies of both functions: the
+    verdict joined every def of a name into one version, so a loser's copies of a function a winner also wrote
+    were one verified version, +0.9 a token (GRPO: -0.125). e3fc363 (didpo-v4, main's) makes a def that a later
+    one overrides dead code, in no version; its seed-4 run is below.
+    These ran 3-5 processes on the 2 cores (base evals, evals, bench/credit.py beside them): s/step 36-184 and
+    the peak RSS (4.3-5.6 GB) are this session's, not comparable to the runs above.
     Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
     (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
     before 103c67f, 4.7-5.7 GB since (12 runs): the HF sampler aliases the learner's weights and drops its
