@@ -71,7 +71,14 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     separation. Seed 4 collapsed anyway (cut share 0.12 -> 1.00 by step 8), into copies of both functions: the
     verdict joined every def of a name into one version, so a loser's copies of a function a winner also wrote
     were one verified version, +0.9 a token (GRPO: -0.125). e3fc363 (didpo-v4, main's) makes a def that a later
-    one overrides dead code, in no version; its seed-4 run is below.
+    one overrides dead code, in no version. didpo-v4 (main's since e3fc363), seeds 1 / 3 / 4, against the same grpo
+    runs (bench/results/learn-pairs-stop-v4-seed{1,3,4}, -v4-pooled; didpo-v3 beside it):
+        held-out  didpo-v4 0.263 / 0.287 / 0.200   didpo-v3 0.175 / 0.275 / 0.025   grpo 0.175 / 0.050 / 0.163
+        last 10   didpo-v4 0.76 / 0.70 / 0.21      didpo-v3 0.80 / 0.72 / 0.01      grpo 0.78 / 0.31 / 0.63
+    Seed 4 no longer collapses (cut share 0.00 from step 11; v3 1.00). Pooled, seeds 1, 3, 4: didpo-v4 - grpo
+    held-out +0.121 [+0.025, +0.242], last 10 -0.013 [-0.388, +0.375]; didpo-v4 - didpo-v3 held-out +0.092
+    [+0.008, +0.183]. Read it with care: these are the seeds on which both rules were found (seed 1 for v3,
+    seed 4 for v4), 3 seeds x 20 steps x 40 x 2 held-out samples, no gigpo or grpo-frac; seed 0 has no v4 run.
     These ran 3-5 processes on the 2 cores (base evals, evals, bench/credit.py beside them): s/step 36-184 and
     the peak RSS (4.3-5.6 GB) are this session's, not comparable to the runs above.
     Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
