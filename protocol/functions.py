@@ -31,8 +31,8 @@ def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str,
     for path, text in turn.files_after.items():
         lines = lines_of(text)
         starts, names = statements(lines)
-        last = {name: k for k, name in enumerate(names)}  # Python binds a name's last def: the rest is dead code,
-        keys = [""] + [None if name and last[name] != k else name for k, name in enumerate(names)]  # in none of 3
+        last = {name: k for k, name in enumerate(names)}  # Python binds a name's last def: each earlier
+        keys = [""] + [None if name and last[name] != k else name for k, name in enumerate(names)]  # one is dead
         for k, (a, name) in enumerate(zip([0] + starts, keys)):
             if name is not None and (part := lines[a : starts[k] if k < len(starts) else len(lines)]):
                 body[name] += part
