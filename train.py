@@ -136,11 +136,10 @@ class Config:
 # The reference's hyperparameters (DESIGN.md §5), LiveCodeBench before 2024-08, our refinements (--paper: none).
 PRESETS = {
     "Qwen2.5-7B-Coder": dict(
-        sampler="vllm", dtype="bfloat16", difficulty="", norm="mean_norm",
-        lam=1.0, s0=8.0, g0=8.0, K=64, gamma=0.95, group_size=32, tasks_per_step=8,
-        dynamic_sampling=True, max_gen_batches=20, lr=1e-6, clip_low=0.2, clip_high=0.28, dual_clip=3.0,
-        entropy_coef=0.001, grad_clip=1.0, loss_agg="token-mean", kl_coef=0.01, max_turns=8,
-        max_response_tokens=4096, max_total_tokens=8192 + 4096, gpu_memory_utilization=0.7, steps=100,
+        sampler="vllm", dtype="bfloat16", difficulty="", norm="mean_norm", lam=1.0, s0=8.0, g0=8.0, K=64, gamma=0.95,
+        group_size=32, tasks_per_step=8, dynamic_sampling=True, max_gen_batches=20, lr=1e-6, clip_low=0.2,
+        clip_high=0.28, dual_clip=3.0, entropy_coef=0.001, grad_clip=1.0, loss_agg="token-mean", kl_coef=0.01,
+        max_turns=8, max_response_tokens=4096, max_total_tokens=8192 + 4096, gpu_memory_utilization=0.7, steps=100,
         micro_batch_size=1, temperature=1.0, save_every=10, tasks="livecodebench:end_date=2024-07-31",
         cutoff="2024-08-01", holdout="livecodebench:start_date=2024-08-01",  # eval: --start-date 2024-08-01
     ),
@@ -252,13 +251,13 @@ class Policy(torch.nn.Module):
         self.lm, self.chunk, self.autocast, self.pack, self.share = lm, chunk, autocast, pack, share
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, entropy: bool = False,
-                mask: torch.Tensor | None = None):
+                mask: torch.Tensor | None = None, entropy_grad: bool = True):
         """(B, T-1) log-probs of input_ids[:, 1:] and entropies of right-padded rows, only where `mask` (B, T-1)
         is nonzero (zeros elsewhere; default: every real token): the lm_head is a quarter of the FLOPs.
         `pack`: the N real tokens side by side in one row, position ids restarting at 0 for each sequence and
         no attention mask; transformers reads each restart as a sequence start (sdpa, eager: a block-diagonal
         causal mask; flash_attention_2: the varlen kernel). `share` (not packing): rows that begin alike run
-        their common prefix once (trainer.prefix)."""
+        their common prefix once (trainer.prefix). entropy_grad=False: the entropy is for logging, no gradient."""
         keep = (mask if mask is not None else attention_mask[:, 1:]).bool()  # (B, T-1)
         targets = input_ids[:, 1:][keep]  # (M,): position j predicts token j+1 of its own row
         with torch.autocast(input_ids.device.type, dtype=torch.bfloat16, enabled=self.autocast):
@@ -285,7 +284,8 @@ class Policy(torch.nn.Module):
         for s in range(0, max(h.shape[0], 1), self.chunk):  # one (empty) chunk even at N = 0: backward must run
             # Recompute each chunk's logits in backward instead of keeping them: peak is one chunk.
             lp, en = torch.utils.checkpoint.checkpoint(_chunk_logprobs, self.lm.lm_head, h[s : s + self.chunk],
-                                                       targets[s : s + self.chunk], entropy, use_reentrant=False)
+                                                       targets[s : s + self.chunk], entropy, entropy_grad,
+                                                       use_reentrant=False)
             logps.append(lp)
             ents.append(en)
         zeros = h.new_zeros(keep.shape, dtype=torch.float)  # (B, T-1)
@@ -293,13 +293,13 @@ class Policy(torch.nn.Module):
         return lp, zeros.masked_scatter(keep, torch.cat(ents)) if entropy else None
 
 
-def _chunk_logprobs(head, h, targets, entropy: bool):
+def _chunk_logprobs(head, h, targets, entropy: bool, entropy_grad: bool):
     logits = head(h).float()  # (N, V)
     logz = torch.logsumexp(logits, -1)
     lp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
-    if not entropy:
-        return lp, lp.new_zeros(())
-    return lp, logz - (torch.softmax(logits, -1) * logits).sum(-1)
+    # A logged entropy's graph would keep two (N, V) tensors a chunk that backward recomputes, never frees (0.4 GB).
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+        return lp, logz - (torch.softmax(logits, -1) * logits).sum(-1) if entropy else lp.new_zeros(())
 
 
 def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: bool = False, config=None) -> Policy:
@@ -420,7 +420,7 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
         for k, batches in enumerate(minis):
             opt.zero_grad(set_to_none=True)
             for j, (ids, attn, mask, adv, slp) in enumerate(batches):
-                logp, ent = policy(ids, attn, entropy=True, mask=mask)  # logged even when not in the loss
+                logp, ent = policy(ids, attn, entropy=True, mask=mask, entropy_grad=bool(cfg.entropy_coef))
                 old_lp = olds[k][j] if olds else logp.detach()
                 has_slp = bool((slp != 0).any())
                 if has_slp and epoch == 0:  # each token once

@@ -57,12 +57,12 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     0.07 -> 0.03 / 0.33 -> 0.10 / 0.42 -> 0.00 (unstopped seed 4: 0.80 -> 1.00); grpo no longer drifts on seed 1
     (unstopped 0.00 held-out, stopped 0.175). didpo still collapses on seed 1 (cut share 0.10 -> 0.97) and
     dipped on seed 4 (0.85 at steps 8-12, then 0.00), into repeated lines inside the code block, cut at the cap
-    unclosed. On the saved groups of these runs, DiDPO blames a loser's repeated lines (a line equal to an earlier
-    one of the response) a third to a half as much as GRPO does (mean advantage -0.11 vs -0.33 on seed 1's
-    didpo groups, -0.12 vs -0.22 on seed 4's, -0.09 vs -0.33 on seed 3's grpo groups): a copy of a right function
-    shares the right function's credit, ~0 in a loser, so nothing pushes repetition down (my reading, untested).
-    Tested (2026-12-07): the repeats were code no test ran (cut inside the block: a syntax error), which the verdict
-    left at no push. didpo-v3 (3c84388: such code keeps no push up, but a loss blames it, A^E) against the same
+    unclosed. On the saved groups of these runs, DiDPO blames a loser's repeated lines (a line equal to an earlier one
+    of the response) a third to a half as much as GRPO does (mean advantage -0.11 vs -0.33 on seed 1's didpo groups,
+    -0.12 vs -0.22 on seed 4's, -0.09 vs -0.33 on seed 3's grpo groups): a copy of a right function shares the right
+    function's credit, ~0 in a loser, so nothing pushes repetition down (a guess, half right: see the test below).
+    Tested (2026-12-07): seed 1's repeats were code no test ran (cut inside the block: a syntax error), which the
+    verdict left at no push. didpo-v3 (3c84388: such code keeps no push up, but a loss blames it, A^E) against the same
     grpo runs, seeds 0 / 1 / 3 / 4 (bench/results/learn-pairs-stop-v3-seed{0,1,3,4}, -v3-pooled; grpo seed 0 new):
         held-out  didpo-v3 0.125 / 0.175 / 0.275 / 0.025   grpo 0.175 / 0.175 / 0.050 / 0.163
         last 10   didpo-v3 0.76 / 0.80 / 0.72 / 0.01      grpo 0.29 / 0.78 / 0.31 / 0.63
@@ -87,6 +87,14 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     packed copies asleep, activation checkpointing is on. What is left above 4 GB: policy 0.54 + AdamW 1.08 +
     gradients 0.54 + runtime 0.4 GB, and freed memory glibc keeps during an update's forward (autograd saves
     0.16 GB there; malloc_trim after the forward gives 1-1.7 GB back).
+    One update replayed (2026-12-07: seed 4's didpo-v4 step 5, 8 responses of 658-840 tokens, the sampler's weights
+    aliased; a scratch probe beside two learn runs): peak 4.64-4.78 GB. Non-reentrant checkpointing recomputed the
+    logged entropy's softmax and logits in backward and held them to its end (nothing reads them): with the entropy
+    off the graph at entropy_coef 0 (train._chunk_logprobs), 4.33 GB. The rest is glibc fragmentation: autograd's
+    small allocations split the activations' freed blocks, so each layer and lm_head chunk takes fresh pages.
+    Mapping blocks of 4 MB or more per use (mallopt M_MMAP_THRESHOLD) gives 3.73 GB with the entropy change
+    (1 MB, without it: 3.52 GB), at 10-30% more update time measured under contention (the page faults 5f4ca7e
+    removed): not adopted until a quiet timing says what it costs.
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that

@@ -159,3 +159,31 @@ def test_overlong_filter_trains_only_the_responses_that_ended():
     kept = [trajs[0], trajs[2]]
     _golden_step(plain, kept, [advs[0], advs[2]], _old(plain, kept), cfg.lr)
     _assert_same(policy, plain)
+
+
+def test_a_logged_entropy_holds_no_graph_and_a_bonus_still_moves_the_weights():
+    """At entropy_coef 0 the entropy is only logged: learn asks the Policy for it without a graph (a graph would
+    keep two (N, V) tensors a chunk through backward, its recompute never freed), the same values, the log-probs'
+    gradients unchanged. At entropy_coef > 0 its gradient reaches the weights: they end elsewhere than at 0."""
+    policy, _, device = _learner(train.Config(dtype="float32"))
+    trajs, advs = direction_batch()
+    ids = torch.tensor([trajs[0].token_ids])
+    out = []
+    for entropy_grad in (True, False):
+        policy.zero_grad(set_to_none=True)
+        lp, ent = policy(ids, torch.ones_like(ids), entropy=True, entropy_grad=entropy_grad)
+        lp.sum().backward()
+        out.append((ent, {n: p.grad.full_tensor().clone() for n, p in policy.named_parameters()}))
+    (ent_grad, grads), (ent_log, grads_log) = out
+    assert ent_grad.requires_grad and not ent_log.requires_grad
+    torch.testing.assert_close(ent_log, ent_grad.detach(), atol=0, rtol=0)
+    for n, g in grads.items():
+        torch.testing.assert_close(grads_log[n], g, atol=0, rtol=0, msg=n)
+
+    after = []
+    for coef in (0.0, 5.0):
+        cfg = train.Config(lr=0.05, grad_clip=1e9, entropy_coef=coef, dtype="float32", micro_batch_tokens=40)
+        policy, _, device = _learner(cfg)
+        train.learn(policy, torch.optim.SGD(policy.parameters(), lr=cfg.lr), trajs, advs, cfg, device)
+        after.append(torch.cat([p.full_tensor().flatten() for p in policy.parameters()]))
+    assert (after[1] - after[0]).abs().max() > 1e-5
