@@ -102,9 +102,10 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     logged entropy's softmax and logits in backward and held them to its end (nothing reads them): with the entropy
     off the graph at entropy_coef 0 (train._chunk_logprobs), 4.33 GB. The rest is glibc fragmentation: autograd's
     small allocations split the activations' freed blocks, so each layer and lm_head chunk takes fresh pages.
-    Mapping blocks of 4 MB or more per use (mallopt M_MMAP_THRESHOLD) gives 3.73 GB with the entropy change
-    (1 MB, without it: 3.52 GB), at 10-30% more update time measured under contention (the page faults 5f4ca7e
-    removed): not adopted until a quiet timing says what it costs.
+    Mapping blocks of 4 MB or more per use (mallopt M_MMAP_THRESHOLD) gives 3.71-3.73 GB with the entropy change
+    (1 MB, without it: 3.52 GB), but on a quiet machine (the same update, alternated twice) it took 45.6-49.2 s
+    against 40.7-42.2 s, system time 6.9-8.8 s against 1.5-1.9 s (the page faults 5f4ca7e removed), while the
+    peak without it varied 4.12-4.52 GB run to run: 12-20% of the update for ~0.6 GB, not adopted.
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
