@@ -81,16 +81,19 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     seed 4 for v4), 3 seeds x 20 steps x 40 x 2 held-out samples, no gigpo or grpo-frac; seed 0 has no v4 run.
     These ran 3-5 processes on the 2 cores (base evals, evals, bench/credit.py beside them): s/step 36-184 and
     the peak RSS (4.3-5.6 GB) are this session's, not comparable to the runs above.
-    Fresh seeds, the test of that selection (2026-12-07, main at 5cc09ec: didpo-v4 and grpo, `--algos didpo,grpo`
-    seeds 2 and 5, two runs on the 2 cores; bench/results/learn-pairs-stop-v4-seed{2,5}, -v4-fresh-pooled):
-        held-out  didpo-v4 0.138 / 0.163   grpo 0.125 / 0.113   (before 0.125 / 0.125)
-        last 10   didpo-v4 0.450 / 0.775   grpo 0.688 / 0.062
-    Pooled over seeds 2, 5: didpo-v4 - grpo held-out +0.031 [-0.037, +0.100], last 10 +0.237 [-0.344, +0.781]:
-    a third of the selected seeds' +0.121, its interval holding 0. Over seeds 1-5 (-v4-pooled5): held-out +0.085
-    [+0.013, +0.172], last 10 +0.087 [-0.260, +0.465]; three of those five seeds are where the rules were found.
-    grpo's seed 5 fell to reward 0 from step 9 without length (cut share 0.00 over its last 5 steps): it wrote
-    chains of conditions (`n > 0 and n != 0 and n >= 0 and ...`) and dropped the second function's body; didpo's
-    seed 2 crept toward the cap late (cut share 0.00 -> 0.38 at step 20). s/step 77-83, peak RSS 4.8-5.6 GB.
+    Fresh seeds, the test of that selection (2026-12-07: didpo-v4 and grpo on seeds 2, 5 (5cc09ec, `--algos
+    didpo,grpo`) and 6 (af18819, one algorithm per process, then --merge), two runs on the 2 cores;
+    bench/results/learn-pairs-stop-v4-seed{2,5,6}, -v4-fresh-pooled):
+        held-out  didpo-v4 0.138 / 0.163 / 0.000   grpo 0.125 / 0.113 / 0.013   (before 0.125 / 0.125 / 0.113)
+        last 10   didpo-v4 0.450 / 0.775 / 0.188   grpo 0.688 / 0.062 / 0.125
+    Pooled over seeds 2, 5, 6: didpo-v4 - grpo held-out +0.017 [-0.029, +0.071], last 10 +0.179 [-0.242, +0.696]:
+    the selected seeds' +0.121 does not hold. Over seeds 1-6 (-v4-pooled6): held-out +0.069 [+0.004, +0.156], last
+    10 +0.083 [-0.219, +0.402]; three of those six seeds are where the rules were found. Both algorithms degenerate
+    the same way on some seeds: grpo's seed 5 and didpo's seed 6 wrote chains of conditions (`n > 0 and n != 0 and
+    n >= 0 and ...`, `if num > 0 if num > 1 ...`), seed 6 to the cap (didpo cut share 0.97 over its last 5 steps,
+    grpo's responses 256 tokens from step 11), seed 5's grpo without length; didpo's seed 2 crept toward the cap
+    late (cut share 0.38 at step 20). s/step 57-83; peak RSS 4.8-5.6 GB (seed 6, with the logged entropy off the
+    graph: 4.88 / 4.93).
     Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
     (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
     before 103c67f, 4.7-5.7 GB since (12 runs): the HF sampler aliases the learner's weights and drops its
