@@ -26,13 +26,14 @@ _QUOTED = re.compile(r"""\n[ \t]*[rRuUbBfF]{0,2}['"]""")  # a line after the fir
 
 def written_functions(turn) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[str]], dict[str, list]]:
     """Per top-level def/class of S_t ("" outside any): (the char ranges of the lines this turn wrote in it, its
-    lines, the ranges of the lines it re-emitted unchanged: Turn.emitted's where Turn.origin has none)."""
+    lines, the ranges of the lines it re-emitted unchanged: Turn.emitted's where Turn.origin has none). A def that a
+    later one of its name overrides is dead code (Python binds the last), in none of the three."""
     out, body, echo = defaultdict(list), defaultdict(list), defaultdict(list)
     for path, text in turn.files_after.items():
         lines = lines_of(text)
         starts, names = statements(lines)
-        last = {name: k for k, name in enumerate(names)}  # Python binds a name's last def: each earlier
-        keys = [""] + [None if name and last[name] != k else name for k, name in enumerate(names)]  # one is dead
+        last = {name: k for k, name in enumerate(names)}
+        keys = [""] + [None if name and last[name] != k else name for k, name in enumerate(names)]  # None: dead
         for k, (a, name) in enumerate(zip([0] + starts, keys)):
             if name is not None and (part := lines[a : starts[k] if k < len(starts) else len(lines)]):
                 body[name] += part

@@ -165,7 +165,7 @@ def test_a_logged_entropy_holds_no_graph_and_a_bonus_still_moves_the_weights():
     """At entropy_coef 0 the entropy is only logged: learn asks the Policy for it without a graph (a graph would
     keep two (N, V) tensors a chunk through backward, its recompute never freed), the same values, the log-probs'
     gradients unchanged. At entropy_coef > 0 its gradient reaches the weights: they end elsewhere than at 0."""
-    policy, _, device = _learner(train.Config(dtype="float32"))
+    policy, _, _ = _learner(train.Config(dtype="float32"))
     trajs, advs = direction_batch()
     ids = torch.tensor([trajs[0].token_ids])
     out = []
