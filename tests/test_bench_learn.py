@@ -3,6 +3,7 @@ PNG whose numbers are those of the runs' own metrics.jsonl; the window statistic
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -219,6 +220,7 @@ def test_base_eval_is_reused_only_from_the_same_tasks_and_seed(tmp_path):
     assert "differ" in learn.reuse_base_eval(src, other, tmp_path / "d2", seed=3)
     assert "no config.json" in learn.reuse_base_eval(tmp_path, held, tmp_path / "d3", seed=3)
     assert "--stop [], this run's is" in learn.reuse_base_eval(src, held, tmp_path / "d4", seed=3, stop=["\n```\n"])
+    assert "--sampler hf, this run's is vllm" in learn.reuse_base_eval(src, held, tmp_path / "d5", 3, sampler="vllm")
     new_held = tmp_path / "run" / "heldout_tasks.jsonl"
     new_held.parent.mkdir()
     new_held.write_text(held.read_text())
@@ -227,4 +229,12 @@ def test_base_eval_is_reused_only_from_the_same_tasks_and_seed(tmp_path):
     assert (dest / "samples.jsonl").read_text() == '{"task_id": "a"}\n'
     want = {"bench": str(new_held), "seed": 3, "out": str(dest), "n": 2}
     assert json.loads((dest / "config.json").read_text()) == want
-    assert not any((tmp_path / d).exists() for d in ("d1", "d2", "d4"))
+    assert not any((tmp_path / d).exists() for d in ("d1", "d2", "d4", "d5"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
+def test_vllm_sampler_without_vllm_is_one_line_naming_the_venv(tmp_path):
+    r = subprocess.run([sys.executable, "bench/learn.py", "--sampler", "vllm", "--out", str(tmp_path / "o")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: --sampler vllm") and ".venv-vllm" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()

@@ -72,3 +72,24 @@ def test_the_gpu_vllm_script_passes_on_its_cpu_twin():
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     for name in ("synced", "memory", "stale", "resume", "eval", "gpu_vllm --cpu"):
         assert f"PASS {name}" in r.stdout, r.stdout
+
+
+def test_bench_learn_runs_rollout_and_held_out_eval_on_the_vllm_engine(tmp_path):
+    """bench/learn.py --sampler vllm: training samples with the engine (weights synced each step) and both
+    held-out evals sample with it too; the base eval of an HF run is not reused for it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root, out = Path(__file__).resolve().parents[1], tmp_path / "learn"
+    r = subprocess.run([sys.executable, "bench/learn.py", "--smoke", "--model", "smollm2-135m", "--sampler", "vllm",
+                        "--algos", "grpo", "--steps", "2", "--out", str(out)], cwd=root, capture_output=True, text=True,
+                       timeout=1200)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    res = json.loads((out / "learn.json").read_text())
+    assert res["settings"]["sampler"] == "vllm" and len(res["algos"]["grpo"]["rewards"]) == 2
+    assert json.loads((out / "grpo" / "config.json").read_text())["config"]["sampler"] == "vllm"
+    rows = [json.loads(x) for x in (out / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert all(row["sampler_abs_dlogp"] < 0.15 for row in rows if "sampler_abs_dlogp" in row)  # synced engine
+    for ev in ("eval-base", "eval-grpo"):
+        assert json.loads((out / ev / "results.json").read_text())["config"]["sampler"] == "vllm", ev
