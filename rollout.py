@@ -244,7 +244,7 @@ class HFSampler(_Awake):
 
 
 def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
-    """Runs inside the vLLM worker (`LLM.collective_rpc` passes it first): load HF-named weights.
+    """In the vLLM worker (collective_rpc passes it as `worker`): load HF-named weights, cast to its dtype, unwarned.
 
     `reload_weights` (vLLM >= 0.18) feeds them to the model's `load_weights`, re-runs each loaded layer's post-load
     processing (CPU: it prepacks and frees each weight) and copies the result into the existing tensors (CUDA graphs
@@ -252,7 +252,7 @@ def _engine_load_weights(worker, weights: Iterable[tuple[str, torch.Tensor]]) ->
     packed GEMM weight): so every layer sharing a parameter with an earlier one is re-processed from the update."""
     from vllm.config import set_current_vllm_config
 
-    worker.reload_weights(weights_iterator=weights)
+    worker.reload_weights(weights_iterator=((n, t.to(worker.model_config.dtype)) for n, t in weights))
     seen: set[int] = set()
     with set_current_vllm_config(worker.vllm_config), torch.no_grad():
         for layer in worker.get_model().modules():
