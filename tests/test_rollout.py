@@ -474,6 +474,7 @@ def fake_vllm(monkeypatch):
     mod = types.ModuleType("vllm")
     platform = types.SimpleNamespace(sleep=False, device_type="cpu")
     platform.is_sleep_mode_available = lambda: platform.sleep
+    platform.is_cpu = lambda: platform.device_type == "cpu"
     mod.LLM = FakeLLM
     mod.SamplingParams = lambda **kw: types.SimpleNamespace(**kw)
     mod.platforms = types.SimpleNamespace(current_platform=platform)
@@ -489,6 +490,7 @@ def test_vllm_wrapper_generate(fake_vllm, tiny_model_dir, tiny_tokenizer):
     llm = sampler.llm
     assert llm.kwargs["model"] == str(tiny_model_dir) and llm.kwargs["enable_sleep_mode"] is False
     assert llm.in_process and "distributed_executor_backend" not in llm.kwargs
+    assert llm.kwargs["enable_chunked_prefill"] is False  # CPU: a seeded request cannot survive a chunked prefill
     eot = tiny_tokenizer.eos_token_id
     prompts = [[1, 2, eot - 3], [4, 5, 6]]
     out = sampler.generate(prompts, Sampling(temperature=0.5, top_p=0.9, max_tokens=5, seed=1))
@@ -519,11 +521,12 @@ def test_vllm_wrapper_sleep_degrades_and_weights_stream(fake_vllm, tiny_model_di
     cpu.wake()
     assert cpu.llm.woke == 0 and not cpu.asleep
 
-    fake_vllm.platforms.current_platform.sleep = True
+    fake_vllm.platforms.current_platform.sleep, fake_vllm.platforms.current_platform.device_type = True, "cuda"
     monkeypatch.setenv("WORLD_SIZE", "2")  # as under torchrun
     gpu = rollout.VLLMSampler(str(tiny_model_dir), tiny_tokenizer, sleep_level=2)
     assert gpu.llm.kwargs["enable_sleep_mode"] is True
     assert gpu.llm.kwargs["distributed_executor_backend"] == "external_launcher"
+    assert gpu.llm.kwargs["enable_chunked_prefill"] is None  # vLLM's default where generators rewind
     gpu.sleep()
     gpu.wake()
     assert (gpu.llm.slept, gpu.llm.woke) == (2, 1)
