@@ -75,8 +75,8 @@ def test_the_gpu_vllm_script_passes_on_its_cpu_twin():
 
 
 def test_bench_learn_runs_rollout_and_held_out_eval_on_the_vllm_engine(tmp_path):
-    """bench/learn.py --sampler vllm: training samples with the engine (weights synced each step) and both
-    held-out evals sample with it too; the base eval of an HF run is not reused for it."""
+    """bench/learn.py --sampler vllm: training samples with the engine (weights synced each step: the sampler and
+    learner log-probs agree) and both held-out evals sample with it too."""
     import subprocess
     import sys
     from pathlib import Path
