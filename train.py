@@ -134,16 +134,13 @@ class Config:
 
 
 # The reference's hyperparameters (DESIGN.md §5), LiveCodeBench before 2024-08, our refinements (--paper: none).
-PRESETS = {
-    "Qwen2.5-7B-Coder": dict(
+PRESETS = {"Qwen2.5-7B-Coder": dict(
         sampler="vllm", dtype="bfloat16", difficulty="", norm="mean_norm", lam=1.0, s0=8.0, g0=8.0, K=64, gamma=0.95,
         group_size=32, tasks_per_step=8, dynamic_sampling=True, max_gen_batches=20, lr=1e-6, clip_low=0.2,
         clip_high=0.28, dual_clip=3.0, entropy_coef=0.001, grad_clip=1.0, loss_agg="token-mean", kl_coef=0.01,
         max_turns=8, max_response_tokens=4096, max_total_tokens=8192 + 4096, gpu_memory_utilization=0.7, steps=100,
         micro_batch_size=1, temperature=1.0, save_every=10, tasks="livecodebench:end_date=2024-07-31",
-        cutoff="2024-08-01", holdout="livecodebench:start_date=2024-08-01",  # eval: --start-date 2024-08-01
-    ),
-}
+        cutoff="2024-08-01", holdout="livecodebench:start_date=2024-08-01")}  # eval: --start-date 2024-08-01
 PRESETS["Qwen/Qwen2.5-Coder-7B-Instruct"] = PRESETS["Qwen2.5-7B-Coder"]
 
 CHOICES = dict(sampler=("hf", "vllm"), reward=("binary", "fraction"), algo=didpo.ALGOS, baseline=didpo.BASELINES,
@@ -631,6 +628,7 @@ def train(cfg: Config) -> Path:
         logger.log(m, groups)
 
     finish_run(cfg, run, policy, tokenizer, device, logger)
+    sampler.close()  # after export's collectives: vLLM's shutdown leaves torch.distributed
     return run
 
 

@@ -12,8 +12,7 @@ import ast
 import re
 
 # Dotted names (or their last part, for attributes) that only grader tampering needs.
-_HACK_NAMES = {
-    "os._exit", "atexit", "sys.excepthook", "sys.settrace", "sys.setprofile",
+_HACK_NAMES = {"os._exit", "atexit", "sys.excepthook", "sys.settrace", "sys.setprofile",
     "sys._getframe", "sys.modules", "gc.get_objects", "gc.get_referrers", "inspect.currentframe", "inspect.stack",
     "ctypes", "sandbox", "f_back", "f_locals", "f_globals", "__code__", "__defaults__", "__plain__"}
 _FD_CALLS = ("os.write", "os.fdopen", "os.dup2", "os.dup", "os.close", "open", "io.open", "os.fstat")

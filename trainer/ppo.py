@@ -66,14 +66,11 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, m
         n_local = float(m.to(logp.dtype).sum())
         n = max(n_local, 1.0)
         r = ratio[m] if m.any() else ratio.new_ones(1)
-        metrics = {
-            "loss": float(loss.detach()), "tokens": n_local,
-            "pg_loss": float(torch.where(m, pg, zero).sum() / n),
-            "clip_frac": float(clip_hit.sum() / n), "dual_clip_frac": float(dual_hit.sum() / n),
-            "ratio_mean": float(r.mean()), "ratio_min": float(r.min()), "ratio_max": float(r.max()),
-            "approx_kl_old": float(((ratio - 1) - log_ratio)[m].sum() / n),     # k3 of old vs new
-            "adv_mean": float(a.sum() / n),
-        }
+        metrics = {"loss": float(loss.detach()), "pg_loss": float(torch.where(m, pg, zero).sum() / n),
+                   "clip_frac": float(clip_hit.sum() / n), "dual_clip_frac": float(dual_hit.sum() / n),
+                   "ratio_mean": float(r.mean()), "ratio_min": float(r.min()), "ratio_max": float(r.max()),
+                   "approx_kl_old": float(((ratio - 1) - log_ratio)[m].sum() / n),  # k3 of old vs new
+                   "adv_mean": float(a.sum() / n), "tokens": n_local}
         if kl is not None:
             metrics["kl"] = float(kl[m].sum() / n)
         if ent is not None:
