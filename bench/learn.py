@@ -112,7 +112,7 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     held-out before 0.087, after didpo 0.237 / grpo 0.275; last 10 0.762 / 0.738; s/step 29.2 / 29.7, 10 min of
     training and 1.4 min per eval (base eval 2 min); both runs with evals in 15 min, against ~35 for an HF seed.
     Peak RSS 7.67 / 7.46 GB, against 5.43 for train.py alone with vLLM: most likely the base eval's engine is still
-    held (vLLM's gc.freeze at start-up keeps it until its shutdown, which nothing calls; not verified). Pooled seeds
+    held (vLLM's gc.freeze at start-up keeps it until its shutdown, which nothing called; confirmed below). Pooled seeds
     2, 5, 6, 7: didpo - grpo held-out -0.016 [-0.053, +0.025], last 10 -0.047 [-0.134, +0.041].
     Cost per run: 37-98 s a step (the update grows with response tokens), 4-10 min per 80-sample eval
     (--base-from reuses a seed's base eval). Peak RSS of training (VmHWM, read before the eval): 7.4-9.6 GB
@@ -135,7 +135,7 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     vLLM ends each row at its stop, HF's batch runs to its longest row), 3.6x; a step 47 s against 75 s (1.6x:
     the update is the rest); peak RSS 5.43 GB against 3.68 GB (vLLM's KV cache, 1 GiB the least
     VLLM_CPU_KVCACHE_SPACE takes, its bf16 weights and runtime). The HF samples of earlier seeds are not its samples.
-    Four algorithms on fresh seeds 7-11 at lr 2e-5 on vllm-cpu (2026-12-07; 7126a95, seeds 10-11 7638acc, which
+    Four algorithms on fresh seeds 7-11 at lr 2e-5 on vllm-cpu (2026-12-07; 7126a95, seeds 10-12 7638acc, which
     only frees engines; one algorithm per process, two on the cores, --base-from the seed's first run;
     bench/results/learn-pairs-stop-lr2-vllm-seed{7..11}, -vllm-pooled; seed 7's didpo and grpo are the runs above):
         held-out  didpo     0.237 / 0.225 / 0.325 / 0.250 / 0.287   (before 0.087 / 0.075 / 0.075 / 0.062 / 0.087)
