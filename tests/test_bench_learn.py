@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -123,28 +124,33 @@ def test_two_level_by_hand():
     assert two["diff"] == 0.5 and two["ci95"] == [0.25, 0.75]
 
 
-def test_pairs_tier_holds_out_combinations_and_functions(tmp_path):
-    """Every task asks for two functions, labelled by their own hidden tests; held-out pairs are never trained on,
-    held-out functions appear in no training task, and every seed evaluates the same held-out tasks."""
+@pytest.mark.parametrize("name", ["pairs", "triples"])
+def test_combo_tiers_hold_out_combinations_and_functions(tmp_path, name):
+    """Every task asks for the tier's number of functions, labelled by their own hidden tests; held-out combinations
+    are never trained on, held-out functions appear in no training task, every training function is in the
+    held-out combinations' pool, and every seed evaluates the same held-out tasks."""
     import tasks as tasklib
 
-    train_p, held_p, held = learn.pairs_tier(0, tmp_path)
+    tier = learn.TIERS[name]
+    train_p, held_p, held = learn.combo_tier(name, 0, tmp_path)
     tr, he = tasklib.load(train_p), tasklib.load(held_p)
-    assert [t.id for t in he] == held and len(he) == 2 * learn.HELD_COMBOS + 2 * 15 == 40
-    assert len(tr) == 2 * (21 - learn.HELD_COMBOS)
+    assert [t.id for t in he] == held and len(he) == 40 == tier.held * tier.held_orders + tier.fresh * tier.fresh_orders
+    n_sets = math.comb(len(learn.PAIR_POOL), tier.size)
+    assert len(tr) == math.factorial(tier.size) * (n_sets - tier.held) == {"pairs": 32, "triples": 150}[name]
+    assert len({t.id for t in tr + he}) == len(tr) + len(he)
     combos = lambda ts: {frozenset(t.meta["functions"]) for t in ts}  # noqa: E731
-    assert not combos(tr) & combos(he) and all(len(t.meta["functions"]) == 2 for t in tr + he)
+    assert not combos(tr) & combos(he) and all(len(t.meta["functions"]) == tier.size for t in tr + he)
     fresh = {t.meta["split"]: set() for t in he}
     for t in he:
         fresh[t.meta["split"]] |= set(t.meta["functions"])
-    assert not fresh["heldout_functions"] & {f for t in tr for f in t.meta["functions"]}
-    assert fresh["heldout_combos"] <= set(learn.PAIR_POOL)
-    for t in tr[:3] + he[:3]:  # each function owns its own tests: a right one passes, the stub fails
+    trained = {f for t in tr for f in t.meta["functions"]}
+    assert not fresh["heldout_functions"] & trained and fresh["heldout_combos"] <= trained == set(learn.PAIR_POOL)
+    for t in tr[:3] + he[:3]:  # each function owns its own tests, which together are the task's
         idx = [i for ix in t.meta["functions"].values() for i in ix]
         assert sorted(idx) == list(range(len(t.hidden_tests)))
     other = tmp_path / "s1"
     other.mkdir()
-    assert learn.pairs_tier(1, other)[2] == held
+    assert learn.combo_tier(name, 1, other)[2] == held
     assert [t.id for t in tasklib.load(other / "train_tasks.jsonl")] != [t.id for t in tr]
 
 
