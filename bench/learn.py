@@ -163,6 +163,22 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     7.2-7.7 GB where a run drew the base eval before 7638acc (its engine stayed resident: vLLM gc-freezes an
     in-process engine), 5.7-6.2 GB with --base-from or since 7638acc (VLLMSampler.close): learner ~3.7 GB, vLLM's
     1 GiB KV cache, its bf16 weights and runtime.
+    The triples tier (2026-12-07, 9665c7f; --tier triples --steps 30 --eval-n 4 --lr 2e-5 --stop '\n```\n' --sampler
+    vllm --threads 1, one algorithm per process, two on the cores; bench/results/learn-triples-vllm-seed{7,8,9},
+    -pooled (didpo, grpo), -pooled-frac (seeds 7, 8 with grpo-frac)): held-out 40 tasks x 4, 0.00625 a sample.
+        before    0.087 / 0.106 / 0.094   (held-out triples of trained functions 0.117 / 0.142 / 0.125)
+        held-out  didpo 0.656 / 0.713 / 0.506   grpo 0.331 / 0.725 / 0.550   grpo-frac 0.706 / 0.650 / -
+        triples   didpo 0.875 / 0.950 / 0.675   grpo 0.442 / 0.967 / 0.733   grpo-frac 0.942 / 0.867 / -
+        last 10   didpo 0.72 / 0.86 / 0.69      grpo 0.66 / 0.88 / 0.75      grpo-frac 0.98 / 0.97 / -
+    Pooled: didpo - grpo held-out +0.090 [-0.060, +0.296], last 10 -0.004 [-0.083, +0.087]; seeds 7, 8: didpo -
+    grpo-frac +0.006 [-0.078, +0.094], last 10 -0.106 [-0.256, +0.069]. Seed 7 carries didpo's lead: grpo's last
+    step left a policy that writes the three functions, then redefines them or appends asserts (107 of 160 held-out
+    samples fail); seeds 8, 9 read -0.012 / -0.044. The triples have more room than the pairs' held-out
+    combinations (0.12-0.14 before), but 30 steps take them to 0.68-0.97 (grpo seed 7 aside): every algorithm
+    learns the seven functions, and grpo-frac's partial credit trains fastest. Held-out functions stay 0.000 for
+    all. s/step 33-53 (1.2-1.5x the pairs'), a run with both evals ~25-30 min; peak RSS 6.2-7.0 GB. credit_live.py
+    --runs on the didpo runs: 85 of 720 responses mixed; default accuracy 1.00 / AUC 0.898, paper 0.218, grpo 0.5;
+    in the 8 equal-return groups 0.808 [0.56, 0.97] (-runs-triples-vllm.json). DiDPO did not beat GRPO here either.
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
