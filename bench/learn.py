@@ -178,7 +178,10 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     learns the seven functions, and grpo-frac's partial credit trains fastest. Held-out functions stay 0.000 for
     all. s/step 33-53 (1.2-1.5x the pairs'), a run with both evals ~25-30 min; peak RSS 6.2-7.0 GB. credit_live.py
     --runs on the didpo runs: 85 of 720 responses mixed; default accuracy 1.00 / AUC 0.898, paper 0.218, grpo 0.5;
-    in the 8 equal-return groups 0.808 [0.56, 0.97] (-runs-triples-vllm.json). DiDPO did not beat GRPO here either.
+    in the 8 equal-return groups 0.808 [0.56, 0.97] (-runs-triples-vllm.json). Seed 10 (didpo, grpo; after d7bebf3,
+    the same code): held-out 0.706 / 0.706 (before 0.087), last 10 0.95 / 0.82, s/step 32.1 / 27.9, peak RSS 6.16 /
+    6.24 GB. Pooled seeds 7-10 (-pooled4): didpo - grpo held-out +0.067 [-0.047, +0.236], last 10 +0.028 [-0.056,
+    +0.125]. DiDPO did not beat GRPO here either.
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
@@ -427,7 +430,7 @@ def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", default=None, help="comma list of " + " | ".join(ALGOS) +
-                    " (default didpo,grpo,gigpo; --tier pairs: all four)")
+                    " (default didpo,grpo,gigpo; --tier pairs, triples: all four)")
     ap.add_argument("--tier", default="trivial", choices=("trivial", *TIERS),
                     help="trivial: --difficulty of --tasks, split by the seed; pairs, triples: combo_tier() (issue 39)")
     ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 40; smoke 6)")
@@ -435,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
     ap.add_argument("--max-turns", type=int, default=1)
     ap.add_argument("--max-response-tokens", type=int, default=None, help="per turn (default 100; smoke 16)")
-    ap.add_argument("--lr", type=float, default=None, help="default 5e-5; --tier pairs 2e-5 (where 5e-5 degenerated)")
+    ap.add_argument("--lr", type=float, default=None,
+                    help="default 5e-5; --tier pairs, triples 2e-5 (5e-5 degenerated on pairs)")
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--difficulty", default="trivial", help="tier(s) of --tasks to split; '' keeps all")
     ap.add_argument("--heldout", type=int, default=None, help="tasks never trained on, for pass@1 (default 5)")
