@@ -269,8 +269,6 @@ ALGOS = ("didpo", "grpo", "gigpo", "grpo-frac")  # grpo-frac: GRPO on the fracti
 # The pairs tier's functions: the 7 training functions the embedded model writes most often right on the multi
 # tier (bench/results/credit_live-seed0.json: 0.15-0.25 there, 0.08-0.46 in pairs); the others it almost never did.
 PAIR_POOL = ("add", "is_even", "is_positive", "min_of_three", "sum_list", "reverse_string", "max_of_list")
-PAIRS_TOKENS = 256  # per response on the pairs tier: two short functions and the edit's frame
-HELD_COMBOS = 5  # pairs of PAIR_POOL held out (both orders); with the 15 pairs of held-out functions: 40 tasks
 
 
 class Tier(NamedTuple):
@@ -285,10 +283,11 @@ class Tier(NamedTuple):
     tokens: int  # per response
 
 
-# pairs: 32 training tasks, 40 held out. triples: 150 training tasks (60 steps of one task never repeat one), 40
-# held out: a held-out triple of trained functions is all-pass only if all three are (the pairs' held-out
-# combinations of trained functions ended at 0.75-1.00 for every algorithm after 20 steps: no room to tell them apart).
-TIERS = {"pairs": Tier(2, HELD_COMBOS, 2, 15, 2, PAIRS_TOKENS), "triples": Tier(3, 10, 3, 10, 1, 384)}
+# pairs: 32 training tasks; held out 5 pairs of the pool and all 15 pairs of held-out functions, both orders (40);
+# 256 tokens: two short functions and the edit's frame. triples: 150 training tasks (60 steps of one task never
+# repeat one), 40 held out: a held-out triple of trained functions is all-pass only if all three are (the pairs'
+# held-out combinations of trained functions ended at 0.75-1.00 for every algorithm after 20 steps: no room).
+TIERS = {"pairs": Tier(2, 5, 2, 15, 2, 256), "triples": Tier(3, 10, 3, 10, 1, 384)}
 
 
 def peak_rss_reset() -> None:
@@ -348,7 +347,7 @@ def combo_tier(name: str, seed: int, out: Path) -> tuple[Path, Path, list[str]]:
     pool = list(itertools.combinations(PAIR_POOL, tier.size))
     held_c = rng.sample(pool, tier.held)
     fresh = list(itertools.combinations(multi.HELD_OUT_FUNCTIONS, tier.size))
-    fresh = fresh if tier.fresh == len(fresh) else rng.sample(fresh, tier.fresh)
+    fresh = fresh if tier.fresh == len(fresh) else rng.sample(fresh, tier.fresh)  # all: no draw (pairs as before)
     held = turned(held_c, "heldout_combos", tier.held_orders) + turned(fresh, "heldout_functions", tier.fresh_orders)
     rows = [multi.task(p, fns, "train")[0] for c in pool if c not in held_c for p in itertools.permutations(c)]
     random.Random(seed).shuffle(rows)
