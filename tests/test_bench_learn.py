@@ -124,7 +124,7 @@ def test_two_level_by_hand():
     assert two["diff"] == 0.5 and two["ci95"] == [0.25, 0.75]
 
 
-@pytest.mark.parametrize("name", ["pairs", "triples"])
+@pytest.mark.parametrize("name", ["pairs", "triples", "quads"])
 def test_combo_tiers_hold_out_combinations_and_functions(tmp_path, name):
     """Every task asks for the tier's number of functions, labelled by their own hidden tests; held-out combinations
     are never trained on, held-out functions appear in no training task, every training function is in the
@@ -136,7 +136,8 @@ def test_combo_tiers_hold_out_combinations_and_functions(tmp_path, name):
     tr, he = tasklib.load(train_p), tasklib.load(held_p)
     assert [t.id for t in he] == held and len(he) == 40 == tier.held * tier.held_orders + tier.fresh * tier.fresh_orders
     n_sets = math.comb(len(learn.PAIR_POOL), tier.size)
-    assert len(tr) == math.factorial(tier.size) * (n_sets - tier.held) == {"pairs": 32, "triples": 150}[name]
+    want = {"pairs": 32, "triples": 150, "quads": 648}[name]
+    assert len(tr) == math.factorial(tier.size) * (n_sets - tier.held) == want
     assert len({t.id for t in tr + he}) == len(tr) + len(he)
     combos = lambda ts: {frozenset(t.meta["functions"]) for t in ts}  # noqa: E731
     assert not combos(tr) & combos(he) and all(len(t.meta["functions"]) == tier.size for t in tr + he)
@@ -160,6 +161,7 @@ def _seed_run(d: Path, seed: int, curves: dict[str, list[float]], per_task: dict
                settings=dict(steps=4, tasks_per_step=1, group_size=8, tier="pairs"),
                algos={x: dict(rewards=c, pass_rate=c, pass1_after=float(np.mean(list(per_task[x].values()))),
                               heldout_after=dict(per_task=per_task[x], function_pass=0.5), step_s=[2.0] * 4,
+                              heldout_mid=dict(step=2, per_task={t: v / 2 for t, v in per_task[x].items()}),
                               peak_rss_gb=3.0 + seed) for x, c in curves.items()})
     (d / "learn.json").write_text(json.dumps(res))
     return str(d)
@@ -178,18 +180,21 @@ def test_pool_reports_didpo_minus_each_baseline_over_seeds(tmp_path, capsys):
     # By hand: 0 whenever both drawn seeds are seed 1 (1/4); 0.5 needs seed 0 twice and its +0.5 task four times
     # (1/4 x 1/16 < 2.5%), 0.375 three times of four (1/4 x 4/16 = 6%): the interval is [0, 0.375].
     assert v["heldout_pass1"]["ci95"] == [0.0, 0.375]
+    assert v["heldout_mid"]["step"] == 2 and v["heldout_mid"]["diff"] == pytest.approx(0.0625)  # half of each
     assert v["last_window"]["diff"] == pytest.approx(0.25) and v["last_window"]["window"] == 2
     assert (tmp_path / "p" / "learn.png").read_bytes()[:4] == b"\x89PNG"
-    assert "didpo - grpo: held-out pass@1 +0.125" in capsys.readouterr().out
+    assert "didpo - grpo: held-out pass@1 after step 2 +0.062" in capsys.readouterr().out
     assert learn.main(["--pool", s0, s0, "--out", str(tmp_path / "q")]) == 2  # one seed twice
 
 
 def test_smoke_on_the_pairs_tier_scores_functions_and_memory(tmp_path):
     """--tier pairs end to end on the tiny model: GRPO on the fraction reward trains with that reward, held-out
-    pass@1 comes per split and per function from the eval's own samples, and each run's peak memory is read."""
+    pass@1 comes per split and per function from the eval's own samples, and each run's peak memory is read.
+    --eval-at 1 reads held-out after step 1 too, and the run goes on from its step-1 checkpoint."""
     out = tmp_path / "pairs"
     r = subprocess.run([sys.executable, "bench/learn.py", "--smoke", "--tier", "pairs", "--algos", "didpo,grpo-frac",
-                        "--steps", "2", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                        "--steps", "2", "--eval-at", "1", "--out", str(out)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads((out / "learn.json").read_text())
     assert len(res["heldout"]) == 40 and res["settings"]["tier"] == "pairs"
@@ -200,6 +205,10 @@ def test_smoke_on_the_pairs_tier_scores_functions_and_memory(tmp_path):
         assert set(h) >= {"pass1", "per_task", "function_pass", "heldout_combos", "heldout_functions"}
         assert sorted(h["per_task"]) == sorted(res["heldout"]) and 0.0 <= h["function_pass"] <= 1.0
         assert len(s["pass_rate"]) == 2 and 0.1 < s["peak_rss_gb"] < 20
+        assert s["heldout_mid"]["step"] == 1 and sorted(s["heldout_mid"]["per_task"]) == sorted(res["heldout"])
+        rows = [json.loads(x) for x in (Path(s["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+        assert [x["step"] for x in rows] == [1, 2]  # resumed at step 2, not trained again from the start
+    assert learn.main(["--tier", "pairs", "--steps", "4", "--eval-at", "4", "--out", str(tmp_path / "x")]) == 2
 
 
 def test_merge_compares_all_pass_rates_not_a_fraction_reward(tmp_path, capsys):
