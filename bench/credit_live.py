@@ -213,6 +213,11 @@ def main() -> int:
             print(f"warning: {tr.task_id} rewarded 1.0 but a function fails its own tests", file=sys.stderr)
     applied = sum(bool(tr.turns and tr.turns[-1].applied) for tr in trajs) / len(trajs)
     all_pass = sum(tr.reward >= 1.0 for tr in trajs) / len(trajs)
+    # Responses with some but not all of their functions right: the only ones where credit inside a response can
+    # differ from GRPO's. Beside it, the share were each function right at the pooled rate, independently.
+    rate = sum(map(sum, per_fn.values())) / sum(map(len, per_fn.values()))
+    mixed_share = sum(0 < sum(m.values()) < len(m) for m in marks) / len(marks)
+    independent = sum(1 - rate ** len(m) - (1 - rate) ** len(m) for m in marks) / len(marks)
 
     # Each trajectory with its scored functions: (turn 0, def start, body end, correct), where the edit applied.
     # Groups whose rewards differ are scored apart from those whose rewards are all equal: there A^E is 0, and
@@ -246,6 +251,8 @@ def main() -> int:
              f"{sample_s:.0f} s sampling"))
     print(f"model on the tier: all-pass {all_pass:.3f}, edit applied {applied:.3f}; per function: "
           + ", ".join(f"{n} {sum(v) / len(v):.2f}" for n, v in sorted(per_fn.items())))
+    print(f"responses with some but not all functions right: {mixed_share:.3f} ({independent:.3f} if each function "
+          f"were right independently, at the pooled rate {rate:.3f})")
     for kind, label in (("differ", "with differing rewards"), ("equal", "whose rewards are all equal")):
         print(f"scored: {len([differ, equal][kind == 'equal'])} groups {label}, {mixed[kind]} responses with a "
               "correct and a wrong function")
@@ -258,6 +265,7 @@ def main() -> int:
         Path(a.json).write_text(json.dumps({
             "settings": vars(a), "sample_s": sample_s, "all_pass": all_pass, "applied": applied,
             "per_function": {n: [sum(v), len(v)] for n, v in sorted(per_fn.items())},
+            "mixed_share": mixed_share, "mixed_if_independent": independent,
             "groups_scored": len(differ), "mixed_responses": mixed["differ"], "estimators": results["differ"],
             "equal_groups": len(equal), "equal_mixed_responses": mixed["equal"],
             "equal_estimators": results["equal"], "apart_from_grpo": apart}, indent=1))

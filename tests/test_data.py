@@ -237,6 +237,8 @@ def test_credit_live_scores_saved_groups_apart_by_whether_rewards_differ(tmp_pat
     assert (res["groups_scored"], res["mixed_responses"], res["equal_groups"], res["equal_mixed_responses"]) == \
         (1, 2, 1, 3)
     assert res["per_function"] == {a: [4, 8], b: [3, 8]} and res["all_pass"] == 1 / 8
+    # 5 of 8 responses hold one of their two functions; independent at 7/16: 2 x 7/16 x 9/16
+    assert res["mixed_share"] == 5 / 8 and res["mixed_if_independent"] == pytest.approx(2 * 7 / 16 * 9 / 16)
     assert res["estimators"]["grpo"]["accuracy"] == 0.5 == res["equal_estimators"]["grpo"]["accuracy"]
     assert res["estimators"]["didpo (default)"]["accuracy"] == 1.0
     assert res["equal_estimators"]["didpo (default)"]["accuracy"] == 1.0
