@@ -193,8 +193,9 @@ before it spoke in groups with equal returns (verdict.py: s); didpo-v0 before it
     Two seeds: DiDPO did not beat GRPO. credit_live.py --runs on the two didpo runs: 0.204 of 480 responses hold some
     but not all of their functions right, against 0.746 were the functions right independently at their pooled
     rate 0.704: a response is mostly all right or all wrong (the base model's held-out quads 0.47, trained 0.05-0.06,
-    a scratch count on the eval samples). Default accuracy 1.00 on 42 mixed responses, but token AUC 0.781 (grpo
-    0.906, paper 0.891); equal-return groups 0.771 [0.52, 1.00] (-runs-quads-vllm.json). s/step 51-83, peak RSS
+    a scratch count on the eval samples). Default accuracy 1.00 on 42 mixed responses; token AUC inside a group
+    0.908 (grpo 0.883, paper 0.853), pooled over groups 0.781 (0.906, 0.891); equal-return groups 0.771 [0.52, 1.00]
+    (-runs-quads-vllm.json). s/step 51-83, peak RSS
     7.6 / 7.9 GB with a 1 GiB KV cache (seed 7), 6.2 / 7.3 GB sized to a step (seed 8; RSS polled every 15 s over
     the whole run, evals included: at most 5.8 / 7.1 against 7.3 / 7.7 GB). Not under 4 GB.
 

@@ -242,6 +242,8 @@ def test_credit_live_scores_saved_groups_apart_by_whether_rewards_differ(tmp_pat
     assert res["estimators"]["grpo"]["accuracy"] == 0.5 == res["equal_estimators"]["grpo"]["accuracy"]
     assert res["estimators"]["didpo (default)"]["accuracy"] == 1.0
     assert res["equal_estimators"]["didpo (default)"]["accuracy"] == 1.0
+    for est in res["estimators"].values():  # one group scored: the mean over groups is its pooled AUC
+        assert est["group_auc"] == pytest.approx(est["auc"]) and 0.5 < est["auc"] <= 1.0
     apart = res["apart_from_grpo"]  # grpo against itself: no token apart; the verdict moves the default off grpo
     assert apart["grpo"] == {"token_share": 0.0, "cosine": pytest.approx(1.0)}
     assert apart["didpo (default)"]["token_share"] > 0 and apart["didpo (default)"]["cosine"] < 0.999
